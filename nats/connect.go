@@ -1,0 +1,92 @@
+package cnats
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultTimeout is applied to I/O in this package when the caller's context
+// has no deadline.
+const DefaultTimeout = 5 * time.Second
+
+// Connection defaults applied by Connect before the caller's options.
+const (
+	// DefaultClientName is the connection name shown in server monitoring.
+	DefaultClientName = "cutover"
+	// DefaultReconnectWait is the pause between reconnect attempts. It is
+	// short because the servers are local and fault tests restart them.
+	DefaultReconnectWait = 100 * time.Millisecond
+	// defaultDialTimeout bounds one dial attempt to one server.
+	defaultDialTimeout = 2 * time.Second
+)
+
+// withDefaultTimeout returns ctx unchanged (with a cancel) when it has a
+// deadline, or ctx bounded by d otherwise.
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// Connect connects to urls (a comma-separated list, as nats.Connect accepts)
+// and returns the connection and a JetStream handle on it. Defaults: name
+// DefaultClientName, reconnect forever every DefaultReconnectWait with small
+// jitter, a dial timeout no longer than the context allows. opts are applied
+// after the defaults and so override them. The context bounds the initial
+// connect only (DefaultTimeout when it has no deadline); the connection then
+// lives until the caller closes it. It returns the nats.Connect error or the
+// context error, wrapped. Safe for concurrent use.
+func Connect(ctx context.Context, urls string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
+	ctx, cancel := withDefaultTimeout(ctx, DefaultTimeout)
+	defer cancel()
+
+	dial := defaultDialTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < dial {
+			dial = max(left, time.Millisecond)
+		}
+	}
+	all := append([]nats.Option{
+		nats.Name(DefaultClientName),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(DefaultReconnectWait),
+		nats.ReconnectJitter(DefaultReconnectWait/2, DefaultReconnectWait/2),
+		nats.Timeout(dial),
+	}, opts...)
+
+	type result struct {
+		nc  *nats.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		nc, err := nats.Connect(urls, all...)
+		done <- result{nc, err}
+	}()
+
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		go func() { // close a connection that arrives after we gave up
+			if late := <-done; late.nc != nil {
+				late.nc.Close()
+			}
+		}()
+		return nil, nil, fmt.Errorf("cnats: connect %s: %w", urls, ctx.Err())
+	}
+	if r.err != nil {
+		return nil, nil, fmt.Errorf("cnats: connect %s: %w", urls, r.err)
+	}
+	js, err := jetstream.New(r.nc)
+	if err != nil {
+		r.nc.Close()
+		return nil, nil, fmt.Errorf("cnats: jetstream: %w", err)
+	}
+	return r.nc, js, nil
+}

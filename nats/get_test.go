@@ -1,0 +1,93 @@
+package cnats
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestGetLast(t *testing.T) {
+	s := RunServer(t)
+	nc, js := MustConnect(t, s.ClientURL())
+	ctx := testCtx(t)
+	kv, err := ProvisionRouting(ctx, js, RoutingConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	gets := map[string]func(stream, subject string) ([]byte, uint64, error){
+		"leader": func(stream, subject string) ([]byte, uint64, error) {
+			return LeaderGetLast(ctx, nc, stream, subject)
+		},
+		"direct": func(stream, subject string) ([]byte, uint64, error) {
+			return DirectGetLast(ctx, nc, stream, subject)
+		},
+	}
+	for name, get := range gets {
+		t.Run(name, func(t *testing.T) {
+			key := "res-" + name
+			subj := RoutingSubject(key)
+
+			if _, _, err := get(RoutingStream, subj); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("missing key: err = %v, want ErrNotFound", err)
+			}
+
+			if _, err := kv.Put(ctx, key, []byte("one")); err != nil {
+				t.Fatal(err)
+			}
+			rev2, err := kv.Put(ctx, key, []byte("two"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, seq, err := get(RoutingStream, subj)
+			if err != nil || string(data) != "two" || seq != rev2 {
+				t.Fatalf("latest: %q seq %d err %v, want %q seq %d", data, seq, err, "two", rev2)
+			}
+
+			if err := kv.Delete(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+			e, err := kv.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, seq, err = get(RoutingStream, subj)
+			if !errors.Is(err, ErrDeleted) || seq <= rev2 {
+				t.Fatalf("after delete: seq %d err %v, want ErrDeleted after %d (bucket %v)", seq, err, rev2, e.Bucket())
+			}
+
+			rev3, err := kv.Put(ctx, key, []byte("three"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data, seq, err := get(RoutingStream, subj); err != nil || string(data) != "three" || seq != rev3 {
+				t.Fatalf("after re-put: %q seq %d err %v", data, seq, err)
+			}
+			if err := kv.Purge(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := get(RoutingStream, subj); !errors.Is(err, ErrDeleted) {
+				t.Fatalf("after purge: err = %v, want ErrDeleted", err)
+			}
+		})
+	}
+
+	t.Run("missing stream", func(t *testing.T) {
+		if _, _, err := LeaderGetLast(ctx, nc, "NOPE", "x"); !errors.Is(err, ErrStreamNotFound) {
+			t.Fatalf("leader get: err = %v, want ErrStreamNotFound", err)
+		}
+		if _, _, err := DirectGetLast(ctx, nc, "NOPE", "x"); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("direct get: err = %v, want ErrUnavailable", err)
+		}
+	})
+
+	t.Run("invalid names", func(t *testing.T) {
+		for _, c := range [][2]string{{"", "a"}, {"a.b", "a"}, {"S", ""}, {"S", "a.*"}, {"S", "a.>"}, {"S", "a b"}, {"S", "a..b"}} {
+			if _, _, err := LeaderGetLast(ctx, nc, c[0], c[1]); !errors.Is(err, ErrInvalidName) {
+				t.Errorf("LeaderGetLast(%q, %q) = %v", c[0], c[1], err)
+			}
+			if _, _, err := DirectGetLast(ctx, nc, c[0], c[1]); !errors.Is(err, ErrInvalidName) {
+				t.Errorf("DirectGetLast(%q, %q) = %v", c[0], c[1], err)
+			}
+		}
+	})
+}

@@ -1,0 +1,203 @@
+package cnats
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestMirror(t *testing.T) {
+	s := RunServer(t)
+	nc, js := MustConnect(t, s.ClientURL())
+	ctx := testCtx(t)
+
+	t.Run("needs the origin", func(t *testing.T) {
+		if _, err := ProvisionMirror(ctx, js, "eu-west", 0); !errors.Is(err, ErrStreamNotFound) {
+			t.Fatalf("err = %v, want ErrStreamNotFound", err)
+		}
+	})
+
+	kv, err := ProvisionRouting(ctx, js, RoutingConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev1, err := kv.Put(ctx, "early", []byte("before the mirror"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const region = "eu-west"
+	st, err := ProvisionMirror(ctx, js, region, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ProvisionMirror(ctx, js, region, 0); err != nil {
+		t.Fatalf("second provision: %v", err)
+	}
+	mirror := MirrorStream(region)
+
+	t.Run("config", func(t *testing.T) {
+		if MirrorBucket(region) != "ROUTING_MIRROR_eu-west" || mirror != "KV_ROUTING_MIRROR_eu-west" {
+			t.Fatalf("names %q %q", MirrorBucket(region), mirror)
+		}
+		c := st.CachedInfo().Config
+		if c.Name != mirror || c.Mirror == nil || c.Mirror.Name != RoutingStream ||
+			!c.AllowDirect || c.Replicas != 1 || c.MaxMsgsPerSubject != int64(DefaultRoutingHistory) {
+			t.Fatalf("mirror config: %+v mirror %+v", c, c.Mirror)
+		}
+		// ProvisionMirror asks for MirrorDirect false; nats-server 2.15
+		// replaces it with the origin's AllowDirect (true for KV) because the
+		// origin is visible. This pins the documented surprise: if a server
+		// upgrade starts honouring false, this fails and the ProvisionMirror
+		// doc must change.
+		if !c.MirrorDirect {
+			t.Fatalf("MirrorDirect = false: the server now honours it; update ProvisionMirror's doc")
+		}
+		// And the mirror really joins the origin's direct-get queue group:
+		// two queue subscriptions (origin and mirror) on its subject.
+		eventually(t, 10*time.Second, func() error {
+			sz, err := s.Inner().Subsz(&server.SubszOptions{
+				Subscriptions: true,
+				Test:          "$JS.API.DIRECT.GET." + RoutingStream + "." + RoutingSubject("early"),
+			})
+			if err != nil {
+				return err
+			}
+			n := 0
+			for _, sub := range sz.Subs {
+				if sub.Queue != "" && strings.HasPrefix(sub.Subject, "$JS.API.DIRECT.GET."+RoutingStream+".") {
+					n++
+				}
+			}
+			if n != 2 {
+				return fmt.Errorf("%d direct-get queue subscriptions on the origin, want 2", n)
+			}
+			return nil
+		})
+	})
+
+	t.Run("receives writes, readable by direct get", func(t *testing.T) {
+		// Written before the mirror existed.
+		eventually(t, 10*time.Second, func() error {
+			data, seq, err := DirectGetLast(ctx, nc, mirror, RoutingSubject("early"))
+			if err != nil {
+				return err
+			}
+			if string(data) != "before the mirror" || seq != rev1 {
+				return fmt.Errorf("got %q seq %d", data, seq)
+			}
+			return nil
+		})
+		rev, err := kv.Put(ctx, "doc", []byte("v1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, err = kv.Update(ctx, "doc", []byte("v2"), rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, func() error {
+			data, seq, err := DirectGetLast(ctx, nc, mirror, RoutingSubject("doc"))
+			if err != nil {
+				return err
+			}
+			if string(data) != "v2" || seq != rev {
+				return fmt.Errorf("got %q seq %d, want v2 seq %d", data, seq, rev)
+			}
+			return nil
+		})
+		if _, _, err := DirectGetLast(ctx, nc, mirror, RoutingSubject("never")); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("missing key on mirror: %v", err)
+		}
+		// The mirror keeps the origin's sequence numbers, so the leader get
+		// on the mirror agrees too.
+		if data, seq, err := LeaderGetLast(ctx, nc, mirror, RoutingSubject("doc")); err != nil || string(data) != "v2" || seq != rev {
+			t.Fatalf("leader get on mirror: %q %d %v", data, seq, err)
+		}
+
+		if err := kv.Delete(ctx, "doc"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, func() error {
+			_, _, err := DirectGetLast(ctx, nc, mirror, RoutingSubject("doc"))
+			if !errors.Is(err, ErrDeleted) {
+				return fmt.Errorf("err = %v, want ErrDeleted", err)
+			}
+			return nil
+		})
+		if err := kv.Purge(ctx, "early"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, func() error {
+			_, _, err := DirectGetLast(ctx, nc, mirror, RoutingSubject("early"))
+			if !errors.Is(err, ErrDeleted) {
+				return fmt.Errorf("err = %v, want ErrDeleted", err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("health", func(t *testing.T) {
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mirror == nil || info.Mirror.Name != RoutingStream {
+			t.Fatalf("stream info has no mirror info: %+v", info.Mirror)
+		}
+		eventually(t, 10*time.Second, func() error {
+			h, err := ReadMirrorHealth(ctx, js, region)
+			if err != nil {
+				return err
+			}
+			if h.Err != "" || h.Lag != 0 || h.Active < 0 || !h.Fresh(0, 5*time.Second) {
+				return fmt.Errorf("health %+v", h)
+			}
+			return nil
+		})
+	})
+
+	t.Run("health errors", func(t *testing.T) {
+		if _, err := ReadMirrorHealth(ctx, js, "nowhere"); !errors.Is(err, ErrStreamNotFound) {
+			t.Fatalf("missing mirror: %v", err)
+		}
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: MirrorStream("plain"), Subjects: []string{"plain"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadMirrorHealth(ctx, js, "plain"); !errors.Is(err, ErrNotMirror) {
+			t.Fatalf("plain stream: %v", err)
+		}
+	})
+
+	t.Run("invalid regions", func(t *testing.T) {
+		for _, r := range []string{"", "eu.west", "eu west", "eu*", "eu>", "ü", string(make([]byte, 65))} {
+			if _, err := ProvisionMirror(ctx, js, r, 0); !errors.Is(err, ErrInvalidName) {
+				t.Errorf("ProvisionMirror(%q) = %v", r, err)
+			}
+			if _, err := ReadMirrorHealth(ctx, js, r); !errors.Is(err, ErrInvalidName) {
+				t.Errorf("ReadMirrorHealth(%q) = %v", r, err)
+			}
+		}
+	})
+}
+
+func TestMirrorHealthFresh(t *testing.T) {
+	for _, c := range []struct {
+		h    MirrorHealth
+		want bool
+	}{
+		{MirrorHealth{Lag: 0, Active: time.Second}, true},
+		{MirrorHealth{Lag: 3, Active: time.Second}, false},
+		{MirrorHealth{Lag: 0, Active: -1}, false},
+		{MirrorHealth{Lag: 0, Active: 10 * time.Second}, false},
+		{MirrorHealth{Lag: 0, Active: time.Second, Err: "boom"}, false},
+	} {
+		if got := c.h.Fresh(2, 5*time.Second); got != c.want {
+			t.Errorf("%+v.Fresh = %v, want %v", c.h, got, c.want)
+		}
+	}
+}

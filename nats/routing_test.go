@@ -1,0 +1,72 @@
+package cnats
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestProvisionRouting(t *testing.T) {
+	s := RunServer(t)
+	_, js := MustConnect(t, s.ClientURL())
+	ctx := testCtx(t)
+
+	kv, err := ProvisionRouting(ctx, js, RoutingConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv.Bucket() != RoutingBucket {
+		t.Fatalf("bucket %q", kv.Bucket())
+	}
+	rev, err := kv.Create(ctx, "doc", []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("idempotent", func(t *testing.T) {
+		for range 2 {
+			kv2, err := ProvisionRouting(ctx, js, RoutingConfig{})
+			if err != nil {
+				t.Fatalf("second provision: %v", err)
+			}
+			e, err := kv2.Get(ctx, "doc")
+			if err != nil || e.Revision() != rev {
+				t.Fatalf("existing key after re-provision: %v %v", e, err)
+			}
+		}
+		st, err := js.Stream(ctx, RoutingStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := st.CachedInfo().Config
+		if c.Replicas != 1 || c.MaxMsgsPerSubject != int64(DefaultRoutingHistory) || c.Storage != jetstream.FileStorage || !c.AllowDirect {
+			t.Fatalf("config: replicas %d history %d storage %v direct %v", c.Replicas, c.MaxMsgsPerSubject, c.Storage, c.AllowDirect)
+		}
+	})
+
+	t.Run("compare and swap on the provisioned bucket", func(t *testing.T) {
+		if _, err := kv.Update(ctx, "doc", []byte("stale"), rev+100); !errors.Is(err, jetstream.ErrKeyExists) {
+			t.Fatalf("stale Update = %v, want ErrKeyExists", err)
+		}
+		if _, err := kv.Update(ctx, "doc", []byte("v2"), rev); err != nil {
+			t.Fatalf("Update: %v", err)
+		}
+	})
+
+	t.Run("rejects bad config", func(t *testing.T) {
+		for _, cfg := range []RoutingConfig{{Replicas: 6}, {Replicas: -1}, {History: 65}, {Storage: 7}} {
+			if _, err := ProvisionRouting(ctx, js, cfg); !errors.Is(err, ErrInvalidOptions) {
+				t.Errorf("ProvisionRouting(%+v) = %v, want ErrInvalidOptions", cfg, err)
+			}
+		}
+	})
+}
+
+func TestDefaultReplicas(t *testing.T) {
+	for nodes, want := range map[int]int{-1: 1, 0: 1, 1: 1, 2: 2, 3: 3, 5: 3} {
+		if got := DefaultReplicas(nodes); got != want {
+			t.Errorf("DefaultReplicas(%d) = %d, want %d", nodes, got, want)
+		}
+	}
+}

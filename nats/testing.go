@@ -1,0 +1,50 @@
+package cnats
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// RunServer starts a single embedded server with a temporary store and sync
+// always, for tests in any package, and shuts it down (removing the store)
+// when the test ends. It fails the test if the server does not start.
+func RunServer(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := StartServer(Options{})
+	if err != nil {
+		tb.Fatalf("cnats.RunServer: %v", err)
+	}
+	tb.Cleanup(s.Shutdown)
+	return s
+}
+
+// RunCluster starts an n-node cluster (n <= 0 means DefaultClusterNodes) with
+// temporary stores and sync always, and shuts it down when the test ends. It
+// fails the test if the cluster does not form.
+func RunCluster(tb testing.TB, n int) *Cluster {
+	tb.Helper()
+	if n <= 0 {
+		n = DefaultClusterNodes
+	}
+	c, err := StartCluster(ClusterOptions{Nodes: n})
+	if err != nil {
+		tb.Fatalf("cnats.RunCluster: %v", err)
+	}
+	tb.Cleanup(c.Shutdown)
+	return c
+}
+
+// MustConnect connects to urls with Connect's defaults and closes the
+// connection when the test ends. It fails the test if it cannot connect.
+func MustConnect(tb testing.TB, urls string) (*nats.Conn, jetstream.JetStream) {
+	tb.Helper()
+	nc, js, err := Connect(context.Background(), urls)
+	if err != nil {
+		tb.Fatalf("cnats.MustConnect: %v", err)
+	}
+	tb.Cleanup(nc.Close)
+	return nc, js
+}
