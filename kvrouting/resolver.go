@@ -61,11 +61,10 @@ type Source uint8
 const (
 	FromCache Source = iota
 	FromMirror
-	FromOrigin // a direct get on the origin bucket (any replica)
 	FromLeader // a non-direct get answered by the stream leader
 )
 
-var sourceNames = [...]string{"cache", "mirror", "origin", "leader"}
+var sourceNames = [...]string{"cache", "mirror", "leader"}
 
 // String returns the source's name.
 func (s Source) String() string { return sourceNames[s] }
@@ -81,7 +80,7 @@ type Resolution struct {
 // carries an active lock; then, and whenever a freshly read document
 // carries one, the resolver reads through to the stream leader. A miss reads
 // the region's mirror when it is within the staleness bound, else the
-// origin. Safe for concurrent use.
+// leader. Safe for concurrent use.
 type Resolver struct {
 	store        *Store
 	cfg          ResolverConfig
@@ -158,7 +157,7 @@ func (r *Resolver) Resolve(ctx context.Context, res Resource) (Resolution, error
 	if err != nil {
 		return Resolution{}, err
 	}
-	if doc.ActiveLock(r.cfg.Clock(), r.cfg.ClockSkew) {
+	if src == FromMirror && doc.ActiveLock(r.cfg.Clock(), r.cfg.ClockSkew) {
 		// A replica's view of a locked document is never used for
 		// enforcement (paper 000 §5.4, "What five minutes of staleness does").
 		return r.readThrough(ctx, res, key)
@@ -200,16 +199,20 @@ func (r *Resolver) readMiss(ctx context.Context, res Resource) (*Document, Sourc
 				return doc, FromMirror, nil
 			}
 			// A mirror that lacks the key may simply lag behind a fresh
-			// Register; fall through to the origin on any mirror error.
+			// Register; fall through to the leader on any mirror error.
 		} else {
 			r.mirrorSkips.Add(1)
 		}
 	}
-	doc, err := r.store.GetDirect(ctx, res)
+	// Not a direct get on the origin: nats-server lets a caught-up mirror
+	// join the origin's direct-get queue group (it overrides MirrorDirect),
+	// so an origin direct get may be answered by the very mirror we just
+	// judged stale. The leader is the only read whose staleness we know.
+	doc, err := r.store.GetLeader(ctx, res)
 	if err != nil {
 		return nil, 0, err
 	}
-	return doc, FromOrigin, nil
+	return doc, FromLeader, nil
 }
 
 // MirrorUsable reports whether the region's mirror currently meets the

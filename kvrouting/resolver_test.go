@@ -37,7 +37,7 @@ func TestReadThrough(t *testing.T) {
 	res := mustRegister(t, e, "rt", "us-east")
 
 	rs, err := r.Resolve(ctx, res)
-	if err != nil || rs.Source != FromOrigin {
+	if err != nil || rs.Source != FromLeader {
 		t.Fatalf("first resolve: %v %v", err, rs.Source)
 	}
 	before := e.store.Stats()
@@ -134,7 +134,7 @@ func TestMirror(t *testing.T) {
 	before := e.store.Stats()
 	for i := 0; i < 20; i++ {
 		rs, err := rb.Resolve(ctx, res)
-		if err != nil || rs.Source != FromOrigin {
+		if err != nil || rs.Source != FromLeader {
 			t.Fatalf("resolve with stale mirror: %v %v", err, rs.Source)
 		}
 		time.Sleep(2 * time.Millisecond)

@@ -158,8 +158,11 @@ func (s *Store) update(ctx context.Context, res Resource, doc *Document, rev uin
 	return nrev, nil
 }
 
+// withTimeout bounds one store call by DefaultTimeout even when ctx has a
+// later deadline: a request lost in a reconnect must fail fast and be
+// re-evaluated, not hang for the caller's whole budget.
 func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= DefaultTimeout {
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, DefaultTimeout)

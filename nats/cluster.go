@@ -62,7 +62,7 @@ type Cluster struct {
 // StartCluster starts opts.Nodes servers with routes to each other on free
 // loopback ports and returns once the JetStream meta leader is elected, it
 // sees every node as a peer, and every node is current with it. It returns an
-// error wrapping ErrInvalidOptions or ErrStartTimeout; on error nothing is
+// error wrapping ErrInvalidOptions or ErrStartFailed; on error nothing is
 // left running.
 func StartCluster(opts ClusterOptions) (*Cluster, error) {
 	n := opts.Nodes
@@ -165,7 +165,7 @@ func (c *Cluster) waitReady(ctx context.Context, must int) error {
 		return leader != nil && len(leader.JetStreamClusterPeers()) >= running
 	}
 	return poll(ctx, 20*time.Millisecond, check, func() error {
-		return fmt.Errorf("%w: JetStream meta group not ready", ErrStartTimeout)
+		return fmt.Errorf("%w: JetStream meta group not ready", ErrStartFailed)
 	})
 }
 

@@ -46,9 +46,10 @@ var (
 	// currently leads the stream.
 	ErrNoLeader = errors.New("cnats: no stream leader")
 
-	// ErrStartTimeout is returned when a server did not become ready, or a
-	// cluster did not elect its JetStream meta leader, in time.
-	ErrStartTimeout = errors.New("cnats: server start timed out")
+	// ErrStartFailed is returned when a server failed to start (for example
+	// its port was taken) or did not become ready, or a cluster did not form
+	// its JetStream meta group, in time.
+	ErrStartFailed = errors.New("cnats: server did not start")
 )
 
 // APIError is an error reported by the JetStream API in a JSON response. It

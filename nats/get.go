@@ -41,10 +41,11 @@ func checkGetArgs(stream, subject string) error {
 func isDeleteOp(op string) bool { return op == "DEL" || op == "PURGE" }
 
 // DirectGetLast fetches the last message on subject from stream with a direct
-// get ($JS.API.DIRECT.GET.<stream>.<subject>). Any replica that allows
-// direct gets may answer — a follower, or the stream itself when it is a
-// mirror — so the answer can be stale: fine for unlocked lookups and for
-// reading a region's mirror, never for lock enforcement (use LeaderGetLast).
+// get ($JS.API.DIRECT.GET.<stream>.<subject>). Any replica of stream may
+// answer — the leader, a follower, or (for KV_ROUTING) a mirror of it, see
+// ProvisionMirror — so the answer can be stale: fine for unlocked lookups and
+// for reading a region's mirror by its own stream name, never for lock
+// enforcement (use LeaderGetLast).
 // It returns the data and sequence; ErrNotFound when the subject has no
 // message; ErrDeleted (with the marker's sequence) when the latest message
 // is a KV delete or purge; ErrUnavailable when nobody answers (the stream

@@ -69,6 +69,13 @@ func (l *serverLogger) Debugf(format string, v ...any) { l.logf("[DBG]", format,
 // Tracef implements server.Logger.
 func (l *serverLogger) Tracef(format string, v ...any) { l.logf("[TRC]", format, v...) }
 
+// fatal reports whether the server logged a fatal error.
+func (l *serverLogger) fatal() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.lastFatal != ""
+}
+
 // reason describes why a start failed, from the last fatal or error line.
 func (l *serverLogger) reason() string {
 	l.mu.Lock()

@@ -162,8 +162,8 @@ type Server struct {
 
 // StartServer starts an embedded server and returns once it accepts client
 // connections and JetStream is enabled. It returns an error wrapping
-// ErrInvalidOptions for bad options and ErrStartTimeout when the server does
-// not become ready within DefaultStartTimeout.
+// ErrInvalidOptions for bad options and ErrStartFailed when the server fails
+// (a port is taken) or does not become ready within DefaultStartTimeout.
 func StartServer(opts Options) (*Server, error) {
 	s, err := newServer(opts)
 	if err != nil {
@@ -281,12 +281,22 @@ func (s *Server) startLocked() error {
 	fail := func(what string) error {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		return fmt.Errorf("%w: %s %s: %s", ErrStartTimeout, s.cfg.name, what, logger.reason())
+		return fmt.Errorf("%w: %s %s: %s", ErrStartFailed, s.cfg.name, what, logger.reason())
 	}
-	if !ns.ReadyForConnections(DefaultStartTimeout) {
-		return fail("not ready for connections")
+	// ReadyForConnections alone would wait out its whole timeout when a
+	// listener fails (port taken); poll it briefly and stop at a fatal log.
+	for !ns.ReadyForConnections(25 * time.Millisecond) {
+		if logger.fatal() {
+			return fail("failed")
+		}
+		if time.Now().After(deadline) {
+			return fail("not ready for connections")
+		}
 	}
 	for !ns.JetStreamEnabled() {
+		if logger.fatal() {
+			return fail("failed")
+		}
 		if time.Now().After(deadline) {
 			return fail("JetStream not enabled")
 		}

@@ -168,6 +168,19 @@ func TestServer(t *testing.T) {
 		given.Shutdown()
 	})
 
+	t.Run("port in use fails fast", func(t *testing.T) {
+		s := RunServer(t)
+		port, err := strconv.Atoi(s.ClientURL()[strings.LastIndex(s.ClientURL(), ":")+1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = StartServer(Options{Port: port})
+		if !errors.Is(err, ErrStartFailed) {
+			t.Fatalf("err = %v, want ErrStartFailed", err)
+		}
+		t.Logf("%v", err)
+	})
+
 	t.Run("rejects bad options", func(t *testing.T) {
 		for _, o := range []Options{
 			{Host: "0.0.0.0"},

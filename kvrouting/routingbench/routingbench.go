@@ -16,10 +16,10 @@ import (
 
 // Options configures a run. Zero values mean defaults.
 type Options struct {
-	Ops        int      // operations per measurement (default 20 000)
-	Resources  int      // distinct resources (default 1 000)
+	Ops        int       // operations per measurement (default 20 000)
+	Resources  int       // distinct resources (default 1 000)
 	Fractions  []float64 // locked fractions for the mixed runs (default 0.001, 0.01, 0.1)
-	SyncAlways *bool    // durability of the embedded server (default true)
+	SyncAlways *bool     // durability of the embedded server (default true)
 	Progress   func(string)
 }
 
