@@ -1,0 +1,188 @@
+package services
+
+import (
+	"context"
+	"slices"
+
+	"github.com/cutover/cutover/services/store"
+)
+
+// StoreParticipantOptions configures NewStoreParticipant.
+type StoreParticipantOptions struct {
+	// Discover returns the dependent resources a record references (e.g. a
+	// message's media). nil means the record's Refs.
+	Discover func(Record) []string
+	// MaxPageBytes caps the encoded size of a page's record data (default
+	// 512 KiB) so a page always fits a NATS message.
+	MaxPageBytes int
+}
+
+// StoreParticipant implements Participant over a store.Store: the shared
+// implementation the reference services embed. A service whose storage is
+// not a store.Store implements Participant itself and proves it with
+// contracttest.Run.
+type StoreParticipant struct {
+	service string
+	st      *store.Store
+	opts    StoreParticipantOptions
+}
+
+var _ Participant = (*StoreParticipant)(nil)
+
+// NewStoreParticipant returns the contract of service over st.
+func NewStoreParticipant(service string, st *store.Store, opts StoreParticipantOptions) *StoreParticipant {
+	if opts.MaxPageBytes <= 0 {
+		opts.MaxPageBytes = 512 << 10
+	}
+	return &StoreParticipant{service: service, st: st, opts: opts}
+}
+
+// Service implements Participant.
+func (p *StoreParticipant) Service() string { return p.service }
+
+// Store returns the underlying store.
+func (p *StoreParticipant) Store() *store.Store { return p.st }
+
+// Export implements Participant. A historical export with SyncToken 0
+// issues the token: the store's current change sequence (paper 001 (A2):
+// everything committed before it is historical, everything after is delta).
+func (p *StoreParticipant) Export(ctx context.Context, req ExportRequest) (Page, error) {
+	if err := ctx.Err(); err != nil {
+		return Page{}, err
+	}
+	if req.Limit <= 0 {
+		req.Limit = DefaultPageLimit
+	}
+	if req.Limit > 10_000 {
+		return Page{}, Errorf(CodeInvalid, "page limit %d above 10000", req.Limit)
+	}
+	page := Page{Service: p.service, Resource: req.Resource, Mode: req.Mode, SyncToken: req.SyncToken, Cursor: req.Cursor}
+	var upto uint64
+	switch req.Mode {
+	case Historical:
+		if req.SyncToken == 0 {
+			if req.Cursor != 0 {
+				return Page{}, Errorf(CodeInvalid, "historical export with a cursor but no sync token")
+			}
+			tok, err := p.st.SyncToken(req.Resource)
+			if err != nil {
+				return Page{}, ToError(err)
+			}
+			page.SyncToken = tok
+		}
+		upto = page.SyncToken
+		if upto == 0 { // nothing was ever written: an empty, final page
+			return page, nil
+		}
+		if req.Cursor >= upto {
+			page.Next = req.Cursor
+			return page, nil
+		}
+	case Delta:
+		if req.Cursor < req.SyncToken {
+			req.Cursor = req.SyncToken
+			page.Cursor = req.SyncToken
+		}
+	default:
+		return Page{}, Errorf(CodeInvalid, "export mode %d", req.Mode)
+	}
+	recs, last, more, err := p.st.Changes(req.Resource, req.Cursor, upto, req.Limit)
+	if err != nil {
+		return Page{}, ToError(err)
+	}
+	// Keep the page under the byte cap; the rest follows in the next page.
+	size := 0
+	for i, r := range recs {
+		size += len(r.Data) + len(r.ID) + 64
+		if size > p.opts.MaxPageBytes && i > 0 {
+			recs, more = recs[:i], true
+			last = recs[i-1].Seq
+			break
+		}
+	}
+	page.Records, page.Next, page.More = recs, last, more
+	if len(recs) == 0 {
+		page.Next = req.Cursor
+	}
+	page.Dependents = p.discover(recs)
+	return page, nil
+}
+
+func (p *StoreParticipant) discover(recs []Record) []string {
+	var deps []string
+	for _, r := range recs {
+		if r.Deleted {
+			continue
+		}
+		refs := r.Refs
+		if p.opts.Discover != nil {
+			refs = p.opts.Discover(r)
+		}
+		deps = append(deps, refs...)
+	}
+	slices.Sort(deps)
+	return slices.Compact(deps)
+}
+
+// Import implements Participant.
+func (p *StoreParticipant) Import(ctx context.Context, page Page) (ImportResult, error) {
+	if err := ctx.Err(); err != nil {
+		return ImportResult{}, err
+	}
+	if page.Service != "" && page.Service != p.service {
+		return ImportResult{}, Errorf(CodeInvalid, "page of service %q imported into %q", page.Service, p.service)
+	}
+	n, err := p.st.Import(page.Resource, page.Records)
+	if err != nil {
+		return ImportResult{}, ToError(err)
+	}
+	return ImportResult{Applied: n, Total: len(page.Records)}, nil
+}
+
+// Digests implements Participant.
+func (p *StoreParticipant) Digests(ctx context.Context, resource string) ([]SliceDigest, error) {
+	d, err := p.st.Digests(resource)
+	return d, toErr(err)
+}
+
+// ReadSlice implements Participant.
+func (p *StoreParticipant) ReadSlice(ctx context.Context, resource string, from, to int64) ([]Record, error) {
+	var out []Record
+	var afterC int64
+	var afterID string
+	for {
+		recs, err := p.st.ListSlice(resource, from, to, afterC, afterID, 1000)
+		if err != nil {
+			return nil, ToError(err)
+		}
+		out = append(out, recs...)
+		if len(recs) < 1000 {
+			return out, nil
+		}
+		last := recs[len(recs)-1]
+		afterC, afterID = last.CreatedAt, last.ID
+	}
+}
+
+// SetFence implements Participant.
+func (p *StoreParticipant) SetFence(ctx context.Context, resource string, f Fence) error {
+	return toErr(p.st.SetFence(resource, f))
+}
+
+// ClearFence implements Participant.
+func (p *StoreParticipant) ClearFence(ctx context.Context, resource, token string) error {
+	return toErr(p.st.ClearFence(resource, token))
+}
+
+// Cleanup implements Participant.
+func (p *StoreParticipant) Cleanup(ctx context.Context, resource string) (int, error) {
+	n, err := p.st.DeleteAll(resource)
+	return n, toErr(err)
+}
+
+func toErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return ToError(err)
+}

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestDurableAcrossReopen writes records, a tombstone, a fence and a cursor
+// to a real directory, closes and reopens, and finds all of it.
+func TestDurableAcrossReopen(t *testing.T) {
+	dir := t.TempDir()
+	clock := newFakeClock()
+	open := func(mod ...func(*Options)) (*Store, error) {
+		opts := Options{Dir: dir, Clock: clock.Now, TombstoneTTL: time.Hour}
+		for _, m := range mod {
+			m(&opts)
+		}
+		return Open(opts)
+	}
+	s, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		MustPut(t, s, res, rec(name(i), "message", name(i)), true)
+	}
+	MustPut(t, s, res, rec(name(3), "message", "edited"), false)
+	MustSetFence(t, s, res, fence(FenceHardDelete, "tok", clock.Now().Add(6*time.Hour)))
+	MustDelete(t, s, res, name(4))
+	MustSetFence(t, s, res, fence(FenceWrite, "tok", clock.Now().Add(5*time.Minute)))
+	if err := s.PutCursor("export/conv/abc", []byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	token := MustToken(t, s, res)
+	digests := MustDigests(t, s, res)
+	changes := MustChanges(t, s, res, 0, 0, 100)
+	fence0, _ := s.GetFence(res)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	assertEqual(t, "token", MustToken(t, s, res), token)
+	assertEqual(t, "digests", MustDigests(t, s, res), digests)
+	assertEqual(t, "changes", MustChanges(t, s, res, 0, 0, 100), changes)
+	live, tomb := MustCount(t, s, res)
+	assertEqual(t, "counts", [2]int{live, tomb}, [2]int{19, 1})
+	if r, err := s.Get(res, name(3)); err != nil || string(r.Data) != "edited" {
+		t.Fatalf("Get = %+v, %v", r, err)
+	}
+	f, err := s.GetFence(res)
+	if err != nil || f.Level != FenceWrite || f.Token != "tok" || !f.Expiry.Equal(fence0.Expiry) || !f.SetAt.Equal(fence0.SetAt) {
+		t.Fatalf("fence after reopen %+v, %v", f, err)
+	}
+	_, err = s.Put(res, rec("new", "message", ""), true)
+	assertErrIs(t, "fence still enforced", err, ErrFenced)
+	if v, err := s.GetCursor("export/conv/abc"); err != nil || string(v) != "\x01\x02\x03" {
+		t.Fatalf("cursor %v, %v", v, err)
+	}
+	// The expiry index survived too.
+	clock.Advance(2 * time.Hour)
+	if n, err := s.SweepTombstones(clock.Now()); err != nil || n != 1 {
+		t.Fatalf("sweep after reopen = %d, %v", n, err)
+	}
+	// The sequence continues where it was.
+	if err := s.ForceClearFence(res); err != nil {
+		t.Fatal(err)
+	}
+	assertEqual(t, "next seq", MustPut(t, s, res, rec("new", "message", ""), true).Seq, token+1)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("slice width is fixed at creation", func(t *testing.T) {
+		_, err := open(func(o *Options) { o.SliceWidth = time.Minute })
+		assertErrIs(t, "Open", err, ErrInvalid)
+	})
+	t.Run("bad options", func(t *testing.T) {
+		_, err := Open(Options{})
+		assertErrIs(t, "no Dir", err, ErrInvalid)
+		_, err = Open(Options{Dir: dir, TombstoneTTL: -1})
+		assertErrIs(t, "negative TTL", err, ErrInvalid)
+		if errors.Is(err, ErrCorrupt) {
+			t.Fatal("wrong class")
+		}
+	})
+}

@@ -1,0 +1,236 @@
+package store
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHardDeleteFenceTombstones(t *testing.T) {
+	clock := newFakeClock()
+	s := MustOpenMem(t, clock)
+	MustPut(t, s, res, Record{ID: "m1", Kind: "message", Data: []byte("secret"), Refs: []string{"media/p1"}}, true)
+	MustPut(t, s, res, rec("m2", "message", "keep"), true)
+	MustSetFence(t, s, res, fence(FenceHardDelete, "tok", clock.Now().Add(time.Hour)))
+
+	clock.Advance(time.Second)
+	dr := MustDelete(t, s, res, "m1")
+	ts := dr.Tombstone
+	if !dr.Tombstoned || !ts.Deleted || ts.Data != nil || ts.Refs != nil || ts.Version != 2 ||
+		ts.Seq != 3 || ts.DeletedAt != clock.Now().UnixNano() || ts.Kind != "message" {
+		t.Fatalf("tombstone %+v", dr)
+	}
+	_, err := s.Get(res, "m1")
+	assertErrIs(t, "Get tombstone", err, ErrNotFound)
+	live, tomb := MustCount(t, s, res)
+	assertEqual(t, "counts", [2]int{live, tomb}, [2]int{1, 1})
+
+	// The export sees the tombstone, stripped.
+	recs := MustChanges(t, s, res, 0, 0, 10)
+	assertEqual(t, "changes", ids(recs), []string{"m2", "m1"})
+	assertEqual(t, "exported tombstone", recs[1], ts)
+
+	// Users see it nowhere and cannot bring it back.
+	l, err := s.List(res, "message", 0, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEqual(t, "list", ids(l), []string{"m2"})
+	assertEqual(t, "digests skip tombstones", MustDigests(t, s, res), recomputeDigests(t, s, res))
+	_, err = s.Put(res, rec("m1", "message", "back"), true)
+	assertErrIs(t, "recreate", err, ErrDeleted)
+	_, err = s.Put(res, rec("m1", "message", "back"), false)
+	assertErrIs(t, "update tombstone", err, ErrNotFound)
+	_, err = s.Delete(res, "m1")
+	assertErrIs(t, "delete tombstone", err, ErrNotFound)
+
+	// Writes and updates pass a hard-delete fence.
+	MustPut(t, s, res, rec("m3", "message", "new"), true)
+	MustPut(t, s, res, rec("m2", "message", "changed"), false)
+}
+
+func TestWriteFenceRefusesAndChangesNothing(t *testing.T) {
+	clock := newFakeClock()
+	s := MustOpenMem(t, clock)
+	MustPut(t, s, res, rec("m1", "message", "a"), true)
+	MustPut(t, s, res, rec("m2", "message", "b"), true)
+	expiry := clock.Now().Add(5 * time.Minute)
+	const token = "0123456789abcdef-secret-token"
+	MustSetFence(t, s, res, fence(FenceWrite, token, expiry))
+
+	token0 := MustToken(t, s, res)
+	changes0 := MustChanges(t, s, res, 0, 0, 10)
+	digests0 := MustDigests(t, s, res)
+
+	clock.Advance(time.Minute)
+	attempts := map[string]error{}
+	_, attempts["create"] = s.Put(res, rec("m3", "message", "c"), true)
+	_, attempts["create existing"] = s.Put(res, rec("m1", "message", "c"), true)
+	_, attempts["update"] = s.Put(res, rec("m1", "message", "c"), false)
+	_, attempts["delete"] = s.Delete(res, "m2")
+	for op, err := range attempts {
+		var fe *FencedError
+		if !errors.As(err, &fe) || !errors.Is(err, ErrFenced) {
+			t.Fatalf("%s: err = %v, want *FencedError", op, err)
+		}
+		if fe.Fence.Level != FenceWrite || !fe.Fence.Expiry.Equal(expiry) {
+			t.Fatalf("%s: fence in error %+v", op, fe.Fence)
+		}
+		if fe.Fence.Token != "" || strings.Contains(err.Error(), "secret") {
+			t.Fatalf("%s: token leaked: %+v / %v", op, fe.Fence, err)
+		}
+		assertEqual(t, op+" RetryAfter", fe.RetryAfter(), 4*time.Minute)
+	}
+	assertEqual(t, "token", MustToken(t, s, res), token0)
+	assertEqual(t, "changes", MustChanges(t, s, res, 0, 0, 10), changes0)
+	assertEqual(t, "digests", MustDigests(t, s, res), digests0)
+	if r, err := s.Get(res, "m1"); err != nil || string(r.Data) != "a" {
+		t.Fatalf("Get under write fence = %+v, %v", r, err)
+	}
+
+	// Imports are migration writes and pass the fence.
+	n, err := s.Import(res, []Record{{ID: "imp", Kind: "message", Version: 1, CreatedAt: 5}})
+	if err != nil || n != 1 {
+		t.Fatalf("Import under write fence = %d, %v", n, err)
+	}
+
+	// RetryAfter is at least a second.
+	clock.Advance(4*time.Minute - time.Millisecond)
+	_, err = s.Delete(res, "m2")
+	var fe *FencedError
+	if !errors.As(err, &fe) || fe.RetryAfter() != time.Second {
+		t.Fatalf("near expiry: %v", err)
+	}
+}
+
+func TestFenceExpiryLiftsIt(t *testing.T) {
+	clock := newFakeClock()
+	s := MustOpenMem(t, clock)
+	MustPut(t, s, res, rec("m1", "message", "a"), true)
+	MustSetFence(t, s, res, fence(FenceWrite, "tok", clock.Now().Add(5*time.Minute)))
+	_, err := s.Put(res, rec("m1", "message", "b"), false)
+	assertErrIs(t, "fenced", err, ErrFenced)
+
+	clock.Advance(5 * time.Minute) // Expiry is exclusive: at Expiry it is lifted.
+	MustPut(t, s, res, rec("m1", "message", "b"), false)
+	f, err := s.GetFence(res)
+	if err != nil || f.Level != FenceWrite || f.Active(clock.Now()) {
+		t.Fatalf("expired fence %+v, %v", f, err)
+	}
+
+	// An expired hard-delete fence no longer tombstones.
+	MustSetFence(t, s, res, fence(FenceHardDelete, "tok2", clock.Now().Add(time.Minute)))
+	clock.Advance(time.Minute)
+	if dr := MustDelete(t, s, res, "m1"); dr.Tombstoned {
+		t.Fatal("expired hard-delete fence tombstoned")
+	}
+}
+
+func TestFenceTokenRules(t *testing.T) {
+	clock := newFakeClock()
+	s := MustOpenMem(t, clock)
+	now := clock.Now()
+	hd := now.Add(6 * time.Hour)
+	w := now.Add(5 * time.Minute)
+
+	get := func() Fence {
+		t.Helper()
+		f, err := s.GetFence(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if f := get(); f != (Fence{}) {
+		t.Fatalf("no fence: %+v", f)
+	}
+	assertEqual(t, "clear absent", s.ClearFence(res, "A"), error(nil))
+
+	MustSetFence(t, s, res, fence(FenceHardDelete, "A", hd))
+	if f := get(); f.Level != FenceHardDelete || f.Token != "A" || !f.Expiry.Equal(hd) || !f.SetAt.Equal(now) {
+		t.Fatalf("set: %+v", f)
+	}
+	t.Run("other token refused while active", func(t *testing.T) {
+		assertErrIs(t, "set B", s.SetFence(res, fence(FenceWrite, "B", w)), ErrFenceHeld)
+		assertErrIs(t, "clear B", s.ClearFence(res, "B"), ErrFenceHeld)
+	})
+	t.Run("renewal never shortens", func(t *testing.T) {
+		MustSetFence(t, s, res, fence(FenceHardDelete, "A", hd.Add(time.Hour)))
+		MustSetFence(t, s, res, fence(FenceHardDelete, "A", hd)) // replayed older renewal
+		assertEqual(t, "expiry", get().Expiry.Equal(hd.Add(time.Hour)), true)
+	})
+	t.Run("raise takes the new expiry", func(t *testing.T) {
+		MustSetFence(t, s, res, fence(FenceWrite, "A", w))
+		f := get()
+		if f.Level != FenceWrite || !f.Expiry.Equal(w) {
+			t.Fatalf("raised: %+v", f)
+		}
+	})
+	t.Run("lowering is a no-op", func(t *testing.T) {
+		MustSetFence(t, s, res, fence(FenceHardDelete, "A", hd))
+		f := get()
+		if f.Level != FenceWrite || !f.Expiry.Equal(w) {
+			t.Fatalf("a replayed hard-delete step lowered the fence: %+v", f)
+		}
+	})
+	t.Run("invalid", func(t *testing.T) {
+		for _, f := range []Fence{
+			fence(FenceWrite, "", w), fence(FenceNone, "A", w), fence(FenceLevel(7), "A", w), fence(FenceWrite, "A", time.Time{}),
+			fence(FenceWrite, "A", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)),
+		} {
+			assertErrIs(t, "SetFence", s.SetFence(res, f), ErrInvalid)
+		}
+		assertErrIs(t, "ClearFence", s.ClearFence(res, ""), ErrInvalid)
+	})
+	t.Run("expired fence yields to another token", func(t *testing.T) {
+		clock.Advance(5 * time.Minute)
+		MustSetFence(t, s, res, fence(FenceHardDelete, "B", clock.Now().Add(time.Hour)))
+		assertEqual(t, "token", get().Token, "B")
+		clock.Advance(time.Hour)
+		if err := s.ClearFence(res, "C"); err != nil {
+			t.Fatalf("clearing an expired fence: %v", err)
+		}
+		assertEqual(t, "cleared", get(), Fence{})
+	})
+	t.Run("clear with token", func(t *testing.T) {
+		MustSetFence(t, s, res, fence(FenceWrite, "D", clock.Now().Add(time.Minute)))
+		if err := s.ClearFence(res, "D"); err != nil {
+			t.Fatal(err)
+		}
+		assertEqual(t, "cleared", get(), Fence{})
+	})
+	t.Run("force clear", func(t *testing.T) {
+		MustSetFence(t, s, res, fence(FenceWrite, "E", clock.Now().Add(time.Minute)))
+		if err := s.ForceClearFence(res); err != nil {
+			t.Fatal(err)
+		}
+		assertEqual(t, "cleared", get(), Fence{})
+		MustPut(t, s, res, rec("after", "message", ""), true)
+	})
+	t.Run("per resource", func(t *testing.T) {
+		MustSetFence(t, s, res, fence(FenceWrite, "F", clock.Now().Add(time.Minute)))
+		MustPut(t, s, res+"x", rec("free", "message", ""), true)
+	})
+}
+
+// TestDeleteTombstoneWithoutFence: a delete decided "tombstone" by routing
+// tombstones even before the store's fence is set, and a write fence still
+// refuses it.
+func TestDeleteTombstoneWithoutFence(t *testing.T) {
+	c := newFakeClock()
+	s := MustOpenMem(t, c)
+	MustPut(t, s, "conv/a", rec("m1", "message", "hello"), true)
+	MustPut(t, s, "conv/a", rec("m2", "message", "bye"), true)
+	res, err := s.DeleteTombstone("conv/a", "m1")
+	if err != nil || !res.Tombstoned || res.Tombstone.Data != nil {
+		t.Fatalf("DeleteTombstone: %v %+v", err, res)
+	}
+	if _, tombs := MustCount(t, s, "conv/a"); tombs != 1 {
+		t.Fatalf("tombstones %d, want 1", tombs)
+	}
+	MustSetFence(t, s, "conv/a", fence(FenceWrite, "tok", c.Now().Add(time.Minute)))
+	if _, err := s.DeleteTombstone("conv/a", "m2"); !errors.Is(err, ErrFenced) {
+		t.Fatalf("under write fence: %v", err)
+	}
+}

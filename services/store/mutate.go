@@ -1,0 +1,261 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// Put writes a record on the user path: a new write (create=true) or an
+// update (create=false). The store assigns Version, Seq and UpdatedAt, and
+// CreatedAt if rec.CreatedAt is 0; rec.Version, rec.Seq, rec.UpdatedAt and
+// rec.DeletedAt are ignored. An update keeps the stored CreatedAt and, when
+// rec.Kind is empty, the stored Kind. It returns the record as stored.
+//
+// The fence is checked in the same atomic step as the write (DESIGN.md "Two
+// layers of enforcement"): an active write fence returns a *FencedError
+// (errors.Is ErrFenced) and nothing is written. A hard-delete fence does not
+// affect Put.
+//
+// Errors: ErrInvalid (bad resource, id, kind, refs, negative CreatedAt,
+// rec.Deleted set), *FencedError, ErrExists (create, id live; the existing
+// record is returned), ErrDeleted (create, id tombstoned: never resurrected),
+// ErrNotFound (update of a missing or tombstoned id), ErrClosed, ErrCorrupt.
+func (s *Store) Put(resource string, rec Record, create bool) (Record, error) {
+	if err := validResource(resource); err != nil {
+		return Record{}, err
+	}
+	if err := rec.validate(); err != nil {
+		return Record{}, err
+	}
+	if rec.Deleted {
+		return Record{}, invalidf("record %q: Put cannot write a tombstone; use Delete", rec.ID)
+	}
+	if err := s.enter(); err != nil {
+		return Record{}, err
+	}
+	defer s.leave()
+	unlock := s.lockResource(resource)
+	defer unlock()
+
+	now := s.now()
+	fence, err := s.getFence(s.db, resource)
+	if err != nil {
+		return Record{}, err
+	}
+	if fence.Active(now) && fence.Level >= FenceWrite {
+		return Record{}, fenceErr(fence, now)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	t, err := s.newTxn(resource, b, now)
+	if err != nil {
+		return Record{}, err
+	}
+	old, exists, err := t.get(rec.ID)
+	if err != nil {
+		return Record{}, err
+	}
+	next := entry{Record: Record{
+		ID: rec.ID, Kind: rec.Kind, CreatedAt: rec.CreatedAt,
+		UpdatedAt: now.UnixNano(), Data: rec.Data, Refs: rec.Refs,
+	}}
+	switch {
+	case create && exists && old.Deleted:
+		return Record{}, fmt.Errorf("%w: %q", ErrDeleted, rec.ID)
+	case create && exists:
+		return old.Record, fmt.Errorf("%w: %q", ErrExists, rec.ID)
+	case create:
+		next.Version = 1
+		if next.CreatedAt == 0 {
+			next.CreatedAt = now.UnixNano()
+		}
+	case !exists || old.Deleted:
+		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, rec.ID)
+	default:
+		next.Version = old.Version + 1
+		next.CreatedAt = old.CreatedAt
+		if next.Kind == "" {
+			next.Kind = old.Kind
+		}
+	}
+	if len(next.Data) == 0 {
+		next.Data = nil
+	}
+	if len(next.Refs) == 0 {
+		next.Refs = nil
+	}
+	next.Seq = t.nextSeq()
+	var prev *entry
+	if exists {
+		prev = &old
+	}
+	if err := t.replace(prev, &next); err != nil {
+		return Record{}, fmt.Errorf("store: put: %w", err)
+	}
+	if err := t.commit(); err != nil {
+		return Record{}, err
+	}
+	return next.Record, nil
+}
+
+// Delete deletes a record on the user path, deciding by the fence in the same
+// atomic step (paper 001 Table 4): an active write fence refuses with a
+// *FencedError; an active hard-delete fence writes a tombstone (Deleted,
+// Data and Refs stripped, Version+1, a new Seq, DeletedAt now, expiring after
+// Options.TombstoneTTL) so that the delete is exported (paper 001 §4.3);
+// without a fence the record is removed physically with its index entries
+// and digest contribution.
+//
+// Errors: ErrInvalid, *FencedError, ErrNotFound (missing or already
+// tombstoned), ErrClosed, ErrCorrupt.
+func (s *Store) Delete(resource, id string) (DeleteResult, error) {
+	return s.delete(resource, id, false)
+}
+
+// DeleteTombstone is Delete for a caller whose routing decision already
+// says "tombstone" (the hard-delete lock is in force at the routing
+// document, paper 001 Table 4): it always writes a tombstone, even before
+// the orchestrator has set the store's hard-delete fence. An active write
+// fence still refuses. Errors as Delete.
+func (s *Store) DeleteTombstone(resource, id string) (DeleteResult, error) {
+	return s.delete(resource, id, true)
+}
+
+func (s *Store) delete(resource, id string, forceTombstone bool) (DeleteResult, error) {
+	if err := validResource(resource); err != nil {
+		return DeleteResult{}, err
+	}
+	if err := validID(id); err != nil {
+		return DeleteResult{}, err
+	}
+	if err := s.enter(); err != nil {
+		return DeleteResult{}, err
+	}
+	defer s.leave()
+	unlock := s.lockResource(resource)
+	defer unlock()
+
+	now := s.now()
+	fence, err := s.getFence(s.db, resource)
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	active := fence.Active(now)
+	if active && fence.Level >= FenceWrite {
+		return DeleteResult{}, fenceErr(fence, now)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	t, err := s.newTxn(resource, b, now)
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	old, exists, err := t.get(id)
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	if !exists || old.Deleted {
+		return DeleteResult{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	var res DeleteResult
+	if forceTombstone || (active && fence.Level == FenceHardDelete) {
+		ts := s.tombstone(old.Record, now.UnixNano())
+		ts.Seq = t.nextSeq()
+		if err := t.replace(&old, &ts); err != nil {
+			return DeleteResult{}, fmt.Errorf("store: delete: %w", err)
+		}
+		res = DeleteResult{Tombstoned: true, Tombstone: ts.Record}
+	} else if err := t.replace(&old, nil); err != nil {
+		return DeleteResult{}, fmt.Errorf("store: delete: %w", err)
+	}
+	if err := t.commit(); err != nil {
+		return DeleteResult{}, err
+	}
+	return res, nil
+}
+
+// tombstone builds the tombstone replacing r, deleted at deletedAt; only the
+// identity, kind and creation time survive (paper 001 §4.3).
+func (s *Store) tombstone(r Record, deletedAt int64) entry {
+	return entry{
+		Record: Record{
+			ID: r.ID, Kind: r.Kind, Version: r.Version + 1,
+			CreatedAt: r.CreatedAt, UpdatedAt: deletedAt,
+			Deleted: true, DeletedAt: deletedAt,
+		},
+		expiresAt: s.expiry(deletedAt),
+	}
+}
+
+// expiry is when a tombstone deleted at deletedAt may be swept.
+func (s *Store) expiry(deletedAt int64) int64 {
+	e := deletedAt + int64(s.opts.TombstoneTTL)
+	if e < deletedAt { // overflow
+		return 1<<63 - 1
+	}
+	return e
+}
+
+// DeleteAll removes every trace of resource at this store: records,
+// tombstones, indexes, digests, the sequence counter and the fence. It is the
+// migration's cleanup (the target on rollback, the source after the cleanup
+// window), not a user operation, so it ignores the fence. Afterwards the
+// sequence starts again from zero, so sync tokens issued earlier mean
+// nothing. It returns how many records (live and tombstones) were removed.
+// Errors: ErrInvalid, ErrClosed, ErrCorrupt.
+func (s *Store) DeleteAll(resource string) (int, error) {
+	if err := validResource(resource); err != nil {
+		return 0, err
+	}
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	unlock := s.lockResource(resource)
+	defer unlock()
+
+	b := s.db.NewBatch()
+	defer b.Close()
+	// Tombstones' expiry entries are keyed by time first, so they are found
+	// through the records; everything else is a range per resource.
+	prefix := resPrefix(famRecord, resource)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, fmt.Errorf("store: delete all: %w", err)
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+		e, derr := decodeEntry(it.Value())
+		if derr != nil {
+			// The range delete removes it anyway; a lost expiry entry is
+			// harmless because the sweep re-checks the record.
+			continue
+		}
+		if e.Deleted {
+			if err := b.Delete(expiryKey(e.expiresAt, resource, e.ID), nil); err != nil {
+				_ = it.Close()
+				return 0, fmt.Errorf("store: delete all: %w", err)
+			}
+		}
+	}
+	if err := it.Close(); err != nil {
+		return 0, fmt.Errorf("store: delete all: %w", err)
+	}
+	for _, fam := range []byte{famRecord, famChange, famKind, famTime, famDigest} {
+		p := resPrefix(fam, resource)
+		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+			return 0, fmt.Errorf("store: delete all: %w", err)
+		}
+	}
+	for _, k := range [][]byte{fenceKey(resource), stateKey(resource)} {
+		if err := b.Delete(k, nil); err != nil {
+			return 0, fmt.Errorf("store: delete all: %w", err)
+		}
+	}
+	if err := b.Commit(s.write); err != nil {
+		return 0, fmt.Errorf("store: delete all: commit: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,240 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// Get returns the live record id of resource. Tombstones are invisible to
+// users. Errors: ErrInvalid, ErrNotFound (missing or tombstoned), ErrClosed,
+// ErrCorrupt.
+func (s *Store) Get(resource, id string) (Record, error) {
+	if err := validResource(resource); err != nil {
+		return Record{}, err
+	}
+	if err := validID(id); err != nil {
+		return Record{}, err
+	}
+	if err := s.enter(); err != nil {
+		return Record{}, err
+	}
+	defer s.leave()
+	e, err := s.getEntry(s.db, resource, id)
+	if err != nil {
+		return Record{}, err
+	}
+	if e.Deleted {
+		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return e.Record, nil
+}
+
+// clampLimit applies DefaultPageLimit and MaxPageLimit.
+func clampLimit(limit int) int {
+	if limit <= 0 {
+		return DefaultPageLimit
+	}
+	return min(limit, MaxPageLimit)
+}
+
+// List returns up to limit live records of kind in resource, in (CreatedAt,
+// ID) order, strictly after the position (afterCreated, afterID). The first
+// page is (0, ""); the next page starts after the last record returned. A
+// page shorter than limit is the last. limit <= 0 means DefaultPageLimit;
+// limits above MaxPageLimit are capped. The page is read from one snapshot.
+// Errors: ErrInvalid, ErrClosed, ErrCorrupt.
+func (s *Store) List(resource, kind string, afterCreated int64, afterID string, limit int) ([]Record, error) {
+	if err := validResource(resource); err != nil {
+		return nil, err
+	}
+	if err := validKind(kind); err != nil {
+		return nil, err
+	}
+	return s.scanIndex(resource, kindPrefix(resource, kind), 0, math.MaxInt64, afterCreated, afterID, limit)
+}
+
+// ListSlice returns up to limit live records of resource with CreatedAt in
+// [from, to), in (CreatedAt, ID) order, strictly after the position
+// (afterCreated, afterID); validation reads one time slice with it (paper
+// 001 §5.3). The first page is (from, "") or (0, ""); the next page starts
+// after the last record returned; a page shorter than limit is the last.
+// Limits as in List. Errors: ErrInvalid (including from > to or negative
+// from), ErrClosed, ErrCorrupt.
+func (s *Store) ListSlice(resource string, from, to int64, afterCreated int64, afterID string, limit int) ([]Record, error) {
+	if err := validResource(resource); err != nil {
+		return nil, err
+	}
+	if from < 0 || to < from {
+		return nil, invalidf("slice [%d, %d)", from, to)
+	}
+	return s.scanIndex(resource, resPrefix(famTime, resource), from, to, afterCreated, afterID, limit)
+}
+
+// scanIndex pages through an index whose keys are prefix <created:8> <id>.
+func (s *Store) scanIndex(res string, prefix []byte, from, to, afterCreated int64, afterID string, limit int) ([]Record, error) {
+	if afterCreated < 0 {
+		return nil, invalidf("negative position %d", afterCreated)
+	}
+	if afterID != "" {
+		if err := validID(afterID); err != nil {
+			return nil, err
+		}
+	}
+	limit = clampLimit(limit)
+	if from >= to {
+		return nil, nil
+	}
+	lower := putU64(append([]byte(nil), prefix...), uint64(from))
+	if afterCreated > from || (afterCreated == from && afterID != "") {
+		// Strictly after (afterCreated, afterID): the smallest key above it
+		// is the key itself followed by a NUL, which no id contains.
+		lower = append(putU64(append([]byte(nil), prefix...), uint64(afterCreated)), afterID...)
+		lower = append(lower, sep)
+	}
+	upper := putU64(append([]byte(nil), prefix...), uint64(to))
+	if to == math.MaxInt64 {
+		upper = prefixEnd(prefix)
+	}
+	if bytes.Compare(lower, upper) >= 0 { // the position is past the range
+		return nil, nil
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("store: list: %w", err)
+	}
+	defer it.Close()
+	var out []Record
+	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
+		_, id, valid := splitCreatedID(it.Key(), prefix)
+		if !valid {
+			return nil, corruptf("index key %q", it.Key())
+		}
+		e, err := s.getEntry(snap, res, id)
+		if errors.Is(err, ErrNotFound) {
+			return nil, corruptf("index key %q without record", it.Key())
+		}
+		if err != nil {
+			return nil, err
+		}
+		if e.Deleted {
+			return nil, corruptf("index key %q names a tombstone", it.Key())
+		}
+		out = append(out, e.Record)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("store: list: %w", err)
+	}
+	return out, nil
+}
+
+// Count returns the number of live records and tombstones of resource, from
+// counters kept at write time. Errors: ErrInvalid, ErrClosed, ErrCorrupt.
+func (s *Store) Count(resource string) (live, tombstones int, err error) {
+	if err := validResource(resource); err != nil {
+		return 0, 0, err
+	}
+	if err := s.enter(); err != nil {
+		return 0, 0, err
+	}
+	defer s.leave()
+	st, err := s.getState(s.db, resource)
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(st.Live), int(st.Tombstones), nil
+}
+
+// SyncToken returns the resource's current change sequence. A historical
+// export issues it as the sync token t (paper 001 A2): every change committed
+// so far has Seq <= t, and every later change gets Seq > t, because the
+// counter and the change are committed in one batch. 0 means no change yet.
+// Errors: ErrInvalid, ErrClosed, ErrCorrupt.
+func (s *Store) SyncToken(resource string) (uint64, error) {
+	if err := validResource(resource); err != nil {
+		return 0, err
+	}
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	st, err := s.getState(s.db, resource)
+	if err != nil {
+		return 0, err
+	}
+	return st.Seq, nil
+}
+
+// Changes returns, in Seq order, up to limit records of resource, live or
+// tombstone, whose last change has afterSeq < Seq <= uptoSeq (uptoSeq 0: no
+// upper bound), read from one snapshot of the change index. lastSeq is the
+// Seq of the last record returned (afterSeq if none), the next call's
+// afterSeq; more says whether records remain within the bound.
+//
+// Historical export is Changes(r, cursor, t) and delta export Changes(r, t,
+// 0) with t = SyncToken at the start of the historical export. A record
+// changed after t has moved past t in the index, so the delta returns it in
+// its final state, tombstones included (paper 001 A2, §4.6). limit as in
+// List. Errors: ErrInvalid, ErrClosed, ErrCorrupt.
+func (s *Store) Changes(resource string, afterSeq, uptoSeq uint64, limit int) (recs []Record, lastSeq uint64, more bool, err error) {
+	if err := validResource(resource); err != nil {
+		return nil, afterSeq, false, err
+	}
+	limit = clampLimit(limit)
+	if afterSeq == math.MaxUint64 || (uptoSeq != 0 && uptoSeq <= afterSeq) {
+		return nil, afterSeq, false, nil
+	}
+	prefix := resPrefix(famChange, resource)
+	lower := changeKey(resource, afterSeq+1)
+	upper := prefixEnd(prefix)
+	if uptoSeq != 0 && uptoSeq != math.MaxUint64 {
+		upper = changeKey(resource, uptoSeq+1)
+	}
+	if err := s.enter(); err != nil {
+		return nil, afterSeq, false, err
+	}
+	defer s.leave()
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, afterSeq, false, fmt.Errorf("store: changes: %w", err)
+	}
+	defer it.Close()
+	lastSeq = afterSeq
+	ok := it.First()
+	for ; ok && len(recs) < limit; ok = it.Next() {
+		k := it.Key()
+		if len(k) != len(prefix)+8 {
+			return nil, afterSeq, false, corruptf("change key %q", k)
+		}
+		seq := binary.BigEndian.Uint64(k[len(prefix):])
+		id := string(it.Value())
+		e, err := s.getEntry(snap, resource, id)
+		if errors.Is(err, ErrNotFound) {
+			return nil, afterSeq, false, corruptf("change %d of %q names missing record %q", seq, resource, id)
+		}
+		if err != nil {
+			return nil, afterSeq, false, err
+		}
+		if e.Seq != seq {
+			return nil, afterSeq, false, corruptf("change %d of %q names record %q at seq %d", seq, resource, id, e.Seq)
+		}
+		recs = append(recs, e.Record)
+		lastSeq = seq
+	}
+	if err := it.Error(); err != nil {
+		return nil, afterSeq, false, fmt.Errorf("store: changes: %w", err)
+	}
+	return recs, lastSeq, ok, nil
+}
