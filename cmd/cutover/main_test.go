@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsage(t *testing.T) {
+	if code, out, _ := run(t); code != 0 || !strings.Contains(out, "bench") || !strings.Contains(out, "demo") {
+		t.Fatalf("help: %d %q", code, out)
+	}
+	if code, _, errs := run(t, "nope"); code != 2 || !strings.Contains(errs, "unknown command") {
+		t.Fatalf("unknown command: %d %q", code, errs)
+	}
+	if code, _, errs := run(t, "bench", "nope"); code != 2 || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("unknown suite: %d %q", code, errs)
+	}
+	if code, _, _ := run(t, "bench", "routing", "--ops", "-1"); code != 2 {
+		t.Fatalf("bad flag value: %d", code)
+	}
+	if code, _, _ := run(t, "demo", "--cluster", "2"); code != 2 {
+		t.Fatalf("bad cluster: %d", code)
+	}
+	for _, c := range [][]string{{"demo", "--help"}, {"bench", "--help"}, {"bench", "routing", "--help"}} {
+		if code, out, _ := run(t, c...); code != 0 || !strings.Contains(out, "Usage") {
+			t.Fatalf("%v: %d %q", c, code, out)
+		}
+	}
+}
+
+func TestBenchRoutingJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite")
+	}
+	code, out, errs := run(t, "bench", "routing", "--json", "--ops", "200", "--resources", "50")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	for _, k := range []string{"embedded", "baseline", "locked"} {
+		m, ok := v[k].(map[string]any)
+		if !ok {
+			t.Fatalf("missing %s", k)
+		}
+		if _, ok := m["ns_per_op"]; !ok {
+			t.Fatalf("missing %s.ns_per_op", k)
+		}
+		if _, ok := m["store_reads_per_op"]; !ok && k != "locked" {
+			t.Fatalf("missing %s.store_reads_per_op", k)
+		}
+	}
+}
+
+func TestDemoSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo")
+	}
+	code, out, errs := run(t, "demo", "--resources", "40", "--clients", "2")
+	if code != 0 || !strings.Contains(out, "OK:") {
+		t.Fatalf("demo exit %d\n%s\n%s", code, out, errs)
+	}
+}
