@@ -96,7 +96,7 @@ func ToError(err error) *Error {
 	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrDeleted), errors.Is(err, store.ErrFenceHeld), errors.Is(err, kvrouting.ErrConflict),
 		errors.Is(err, kvrouting.ErrExists), errors.Is(err, kvrouting.ErrTokenMismatch), errors.Is(err, kvrouting.ErrIllegalTransition):
 		return &Error{Code: CodeConflict, Message: err.Error()}
-	case errors.Is(err, kvrouting.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, kvrouting.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return &Error{Code: CodeUnavailable, Message: err.Error()}
 	}
 	return &Error{Code: CodeInternal, Message: err.Error()}

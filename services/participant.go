@@ -48,7 +48,10 @@ func (p *StoreParticipant) Store() *store.Store { return p.st }
 // everything committed before it is historical, everything after is delta).
 func (p *StoreParticipant) Export(ctx context.Context, req ExportRequest) (Page, error) {
 	if err := ctx.Err(); err != nil {
-		return Page{}, err
+		return Page{}, ToError(err)
+	}
+	if req.Resource == "" {
+		return Page{}, Errorf(CodeInvalid, "export: empty resource")
 	}
 	if req.Limit <= 0 {
 		req.Limit = DefaultPageLimit
@@ -93,7 +96,10 @@ func (p *StoreParticipant) Export(ctx context.Context, req ExportRequest) (Page,
 	// Keep the page under the byte cap; the rest follows in the next page.
 	size := 0
 	for i, r := range recs {
-		size += len(r.Data) + len(r.ID) + 64
+		size += len(r.Data) + len(r.ID) + len(r.Kind) + 64
+		for _, ref := range r.Refs {
+			size += len(ref) + 2
+		}
 		if size > p.opts.MaxPageBytes && i > 0 {
 			recs, more = recs[:i], true
 			last = recs[i-1].Seq
@@ -127,7 +133,7 @@ func (p *StoreParticipant) discover(recs []Record) []string {
 // Import implements Participant.
 func (p *StoreParticipant) Import(ctx context.Context, page Page) (ImportResult, error) {
 	if err := ctx.Err(); err != nil {
-		return ImportResult{}, err
+		return ImportResult{}, ToError(err)
 	}
 	if page.Service != "" && page.Service != p.service {
 		return ImportResult{}, Errorf(CodeInvalid, "page of service %q imported into %q", page.Service, p.service)

@@ -198,7 +198,8 @@ func (s *Store) expiry(deletedAt int64) int64 {
 }
 
 // DeleteAll removes every trace of resource at this store: records,
-// tombstones, indexes, digests, the sequence counter and the fence. It is the
+// tombstones, indexes, digests and the sequence counter — but not the fence,
+// which keeps the old location locked after a swap. It is the
 // migration's cleanup (the target on rollback, the source after the cleanup
 // window), not a user operation, so it ignores the fence. Afterwards the
 // sequence starts again from zero, so sync tokens issued earlier mean
@@ -249,10 +250,12 @@ func (s *Store) DeleteAll(resource string) (int, error) {
 			return 0, fmt.Errorf("store: delete all: %w", err)
 		}
 	}
-	for _, k := range [][]byte{fenceKey(resource), stateKey(resource)} {
-		if err := b.Delete(k, nil); err != nil {
-			return 0, fmt.Errorf("store: delete all: %w", err)
-		}
+	// The fence is kept: after a swap the old location stays locked, and
+	// cleaning its data up must not lift the backstop that refuses a write
+	// routed there by a stale read (DESIGN.md "Two layers of enforcement").
+	// It lapses with its own expiry, or ForceClearFence.
+	if err := b.Delete(stateKey(resource), nil); err != nil {
+		return 0, fmt.Errorf("store: delete all: %w", err)
 	}
 	if err := b.Commit(s.write); err != nil {
 		return 0, fmt.Errorf("store: delete all: commit: %w", err)

@@ -255,8 +255,9 @@ func TestDeleteAll(t *testing.T) {
 	assertEqual(t, "token", MustToken(t, s, res), uint64(0))
 	assertEqual(t, "changes", len(MustChanges(t, s, res, 0, 0, 10)), 0)
 	assertEqual(t, "digests", len(MustDigests(t, s, res)), 0)
+	// The fence survives cleanup: the old location stays locked.
 	f, err := s.GetFence(res)
-	if err != nil || f != (Fence{}) {
+	if err != nil || f.Level != FenceHardDelete || f.Token != "tok" {
 		t.Fatalf("fence after DeleteAll: %+v, %v", f, err)
 	}
 	l, err := s.List(res, "message", 0, "", 100)

@@ -1,0 +1,117 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/chat"
+)
+
+// routed is where a request goes and what it may do there.
+type routed struct {
+	region *chat.Region
+	doc    *kvrouting.Document
+	// dec is the Table 4 decision for the request's operation class at
+	// region, taken before any storage mutation.
+	dec kvrouting.Decision
+}
+
+// resolverFor returns the resolver of region.
+func (s *Server) resolverFor(region string) *kvrouting.Resolver {
+	if rv := s.cfg.Resolvers[region]; rv != nil {
+		return rv
+	}
+	return s.cfg.Resolver
+}
+
+// route resolves res, picks the region that serves it (the primary, or the
+// pinned region) and takes the decision for op there (paper 001 §5.2). what
+// names the resource in a not-found message. Errors: *services.Error —
+// not_found (no routing document), invalid (bad id, unknown pinned region),
+// unavailable (routing store down, or a region this server does not serve).
+func (s *Server) route(r *http.Request, res kvrouting.Resource, op kvrouting.OpClass, what string) (routed, error) {
+	ctx := r.Context()
+	front := s.resolverFor(s.cfg.DefaultRegion)
+	rs, err := front.Resolve(ctx, res)
+	if err != nil {
+		return routed{}, routingError(err, what, res.ID)
+	}
+	region := rs.Doc.Primary.Region
+	if pin := r.Header.Get(RegionHeader); pin != "" && s.cfg.AllowRegionPin {
+		if s.cfg.Regions[pin] == nil {
+			return routed{}, services.Errorf(services.CodeInvalid, "pinned region %q is not served here", pin)
+		}
+		region = pin
+	}
+	reg := s.cfg.Regions[region]
+	if reg == nil {
+		return routed{}, services.Errorf(services.CodeUnavailable, "%s %q lives in region %s, which this server does not serve", what, res.ID, region)
+	}
+	// The region that executes decides, with its own routing view.
+	rv := s.resolverFor(region)
+	if rv != front {
+		if rs, err = rv.Resolve(ctx, res); err != nil {
+			return routed{}, routingError(err, what, res.ID)
+		}
+	}
+	c := rv.Config()
+	d := kvrouting.Decide(rs.Doc, region, op, c.Clock(), c.ClockSkew)
+	return routed{region: reg, doc: rs.Doc, dec: d}, nil
+}
+
+// decideAt takes the decision for op on a document just written (a new
+// resource registered by this request).
+func (s *Server) decideAt(doc *kvrouting.Document, region string, op kvrouting.OpClass) kvrouting.Decision {
+	c := s.resolverFor(region).Config()
+	return kvrouting.Decide(doc, region, op, c.Clock(), c.ClockSkew)
+}
+
+func routingError(err error, what, id string) error {
+	switch {
+	case errors.Is(err, kvrouting.ErrNotFound):
+		return services.Errorf(services.CodeNotFound, "%s %q not found", what, id)
+	case errors.Is(err, kvrouting.ErrInvalid):
+		return services.Errorf(services.CodeInvalid, "%s id %q: %v", what, id, err)
+	}
+	return services.ToError(err)
+}
+
+// conversation routes a request on conversation id for op, refuses it with
+// 423 if the decision rejects it, and checks that who is a participant at
+// the serving region. Errors: *services.Error — invalid, not_found, locked,
+// forbidden, unavailable, internal.
+func (s *Server) conversation(r *http.Request, id string, op kvrouting.OpClass, who Identity) (routed, error) {
+	if err := chat.ValidID("conversation id", id); err != nil {
+		return routed{}, err
+	}
+	rt, err := s.route(r, kvrouting.Resource{Kind: chat.KindConversation, ID: id}, op, "conversation")
+	if err != nil {
+		return routed{}, err
+	}
+	if rt.dec.Outcome == kvrouting.Reject {
+		return routed{}, chat.LockedError(rt.dec)
+	}
+	if err := s.participant(r.Context(), rt.region, id, who); err != nil {
+		return routed{}, err
+	}
+	return rt, nil
+}
+
+// participant returns CodeForbidden unless who is a user on the roster of
+// conversation id at region.
+func (s *Server) participant(ctx context.Context, region *chat.Region, id string, who Identity) error {
+	if who.Kind != User {
+		return services.Errorf(services.CodeForbidden, "only participants may access a conversation")
+	}
+	ok, err := region.Conversations().IsMember(ctx, id, who.Name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return services.Errorf(services.CodeForbidden, "%q is not a participant of conversation %q", who.Name, id)
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package api_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/store"
+)
+
+// TestStaleRouting: a request that decided "allow" on a stale routing read
+// (a cache tier past the lock change) is still refused (writes: 423) or
+// tombstoned (deletes) by the store fence, and the fence expires with its
+// lock (DESIGN.md "Two layers of enforcement").
+func TestStaleRouting(t *testing.T) {
+	e := newEnv(t, envOptions{tierTTL: time.Hour})
+	ctx := context.Background()
+	conv := "stale"
+	res := chat.ConvResource(conv)
+	base := "/v1/conversations/" + conv + "/messages"
+	e.createConv(conv, "alice")
+	for _, id := range []string{"m1", "m2", "m3"} {
+		e.post(conv, "alice", id, "text "+id) // the first post caches the unlocked document
+	}
+
+	tok, doc := e.lockTo(convRes(conv), regionB, "hard-delete")
+	stale := func() {
+		t.Helper()
+		rs, err := e.rv.Resolve(ctx, convRes(conv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs.Source != kvrouting.FromCache || rs.Doc.Primary.Lock.Type != kvrouting.LockNone {
+			t.Fatalf("resolver gives %s lock from %s; the test needs a stale unlocked cache entry", rs.Doc.Primary.Lock.Type, rs.Source)
+		}
+	}
+	stale()
+
+	// Hard-delete fence: the stale "allow" delete becomes a tombstone.
+	e.fence(res, regionA, store.FenceHardDelete, doc.Primary.Lock)
+	r := e.must(e.do(req{method: "DELETE", path: base + "/m1", auth: user("alice")}), 204)
+	if r.header.Get("X-Cutover-Delete") != "tombstone" {
+		t.Fatalf("stale delete under the hard-delete fence: X-Cutover-Delete %q", r.header.Get("X-Cutover-Delete"))
+	}
+	if rec, ok := e.storedRecord(regionA, "messages", res, "m1"); !ok || !rec.Deleted {
+		t.Fatalf("m1 after a fenced delete: %+v (found %v)", rec, ok)
+	}
+
+	// Write fence: stale "allow" writes are refused, nothing changes.
+	wdoc, err := e.locker.EscalateWrite(ctx, convRes(conv), tok, doc)
+	if err != nil {
+		t.Fatalf("EscalateWrite: %v", err)
+	}
+	e.fence(res, regionA, store.FenceWrite, wdoc.Primary.Lock)
+	stale()
+	before := e.messages(conv, "alice", "")
+	eb := checkErrorShape(t, e.must(e.do(req{method: "POST", path: base, auth: user("alice"), body: map[string]string{"id": "m4", "text": "x"}}), 423))
+	if eb.Error.Lock != "fence write" {
+		t.Fatalf("423 names lock %q, want the store's write fence", eb.Error.Lock)
+	}
+	e.must(e.do(req{method: "PATCH", path: base + "/m2", auth: user("alice"), body: map[string]string{"text": "edited"}}), 423)
+	e.must(e.do(req{method: "DELETE", path: base + "/m3", auth: user("alice")}), 423)
+	e.must(e.do(req{method: "PUT", path: base + "/m2/reactions/ok", auth: user("alice")}), 423)
+	e.must(e.do(req{method: "PUT", path: "/v1/conversations/" + conv + "/read", auth: user("alice"), body: map[string]string{"message_id": "m2"}}), 423)
+	after := e.messages(conv, "alice", "")
+	if len(before) != 2 || len(after) != 2 || after[0].Text != before[0].Text || after[1].Text != "text m3" {
+		t.Fatalf("refused writes changed messages:\nbefore %+v\nafter  %+v", before, after)
+	}
+
+	// The fence expires with its lock: past the write lock's expiry (plus
+	// skew) the stale route's writes go through again. (The routing lock
+	// has lapsed too; the stale cache entry still says unlocked.)
+	e.clock.Advance(wdoc.Primary.Lock.Expiry.Sub(e.clock.Now()) + skew + time.Second)
+	stale()
+	e.post(conv, "alice", "m4", "after the fence expired")
+	e.must(e.do(req{method: "DELETE", path: base + "/m3", auth: user("alice")}), 204)
+}

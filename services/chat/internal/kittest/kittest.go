@@ -1,0 +1,68 @@
+// Package kittest adapts the chat services to the contract conformance kit
+// (services/contracttest). It is imported by tests only.
+package kittest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/chat/internal/core"
+	"github.com/cutover/cutover/services/contracttest"
+	"github.com/cutover/cutover/services/store"
+)
+
+// Factory returns a contracttest.Factory for a chat service: build makes
+// the service over a store and returns its contract and its core. The kit's
+// opaque records are written as records of kind through the core's user
+// path (the decision-applying Create, Update and Delete every operation of
+// the service goes through) with an Allow decision, so the store's fence is
+// what restricts them; Read reads the target's user read path.
+func Factory(kind string, build func(st *store.Store) (services.Participant, *core.Core)) contracttest.Factory {
+	return func(t *testing.T) contracttest.Harness {
+		open := func() *store.Store {
+			st, err := store.Open(store.Options{FS: vfs.NewMem()})
+			if err != nil {
+				t.Fatalf("store.Open: %v", err)
+			}
+			t.Cleanup(func() {
+				if err := st.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
+					t.Errorf("store.Close: %v", err)
+				}
+			})
+			return st
+		}
+		src, srcCore := build(open())
+		tgt, tgtCore := build(open())
+		var allow kvrouting.Decision
+		ctx := context.Background()
+		return contracttest.Harness{
+			Source: src,
+			Target: tgt,
+			Write: func(res, id string, data []byte, refs []string) (services.Record, error) {
+				r, err := srcCore.Upsert(ctx, allow, res, store.Record{ID: id, Kind: kind, Data: data, Refs: refs})
+				if err != nil {
+					return services.Record{}, services.ToError(err)
+				}
+				return r, nil
+			},
+			Delete: func(res, id string) error {
+				_, err := srcCore.Delete(ctx, allow, res, id)
+				return err
+			},
+			Read: func(res, id string) (services.Record, bool, error) {
+				r, err := tgtCore.Get(ctx, res, id)
+				if err != nil {
+					if services.ToError(err).Code == services.CodeNotFound {
+						return services.Record{}, false, nil
+					}
+					return services.Record{}, false, err
+				}
+				return r, true, nil
+			},
+		}
+	}
+}

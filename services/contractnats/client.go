@@ -1,0 +1,245 @@
+package contractnats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/cutover/cutover/services"
+)
+
+// Client calls the contract of one service in one region over NATS (the
+// orchestrator's side). Every method sends one request (ReadSlice may split
+// into several) and returns errors as *services.Error: a remote error as
+// the server's code, message, retry-after and lock; CodeUnavailable when no
+// server of the service answers in the region (no responders) or the
+// request timed out or was canceled, so the caller may retry; CodeInvalid
+// for a bad migration id, or a bad region or service given to Dial. Every
+// operation is idempotent, so retrying any of them is safe. A Client is safe
+// for concurrent use by any goroutine.
+type Client struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	region  string
+	service string
+	timeout time.Duration
+	err     *services.Error // a bad Dial argument, returned by every call
+}
+
+// ClientOption configures Dial.
+type ClientOption func(*Client)
+
+// WithTimeout sets the request timeout applied when a call's context has no
+// deadline (default DefaultTimeout). d <= 0 keeps the default.
+func WithTimeout(d time.Duration) ClientOption {
+	return func(c *Client) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
+}
+
+// Dial returns a client of service's contract in region over nc; js reads
+// pages (FetchPage). It does no I/O: a missing server shows up as
+// CodeUnavailable on the first call, and a bad region or service name as
+// CodeInvalid on every call.
+func Dial(nc *nats.Conn, js jetstream.JetStream, region, service string, opts ...ClientOption) *Client {
+	c := &Client{nc: nc, js: js, region: region, service: service, timeout: DefaultTimeout}
+	for _, o := range opts {
+		o(c)
+	}
+	if err := validateRegion(region); err != nil {
+		c.err = invalid("%v", err)
+	} else if err := ValidateService(service); err != nil {
+		c.err = invalid("%v", err)
+	} else if nc == nil {
+		c.err = invalid("contractnats: nil connection")
+	}
+	return c
+}
+
+// Region returns the region the client calls.
+func (c *Client) Region() string { return c.region }
+
+// Service returns the service the client calls.
+func (c *Client) Service() string { return c.service }
+
+// ExportToStream asks the source to export one page (paper 001 (A2)) and
+// publish it to PagesStream under migrationID; it returns where the page
+// went and the cursor of the next one. Asking again for the same position
+// (same mode, token and cursor) within PagesDuplicateWindow returns the page
+// already stored (PageRef.Duplicate). Errors: CodeInvalid (bad migration
+// id, mode, resource, limit), CodeTooLarge, CodeUnavailable, and the
+// participant's own codes.
+func (c *Client) ExportToStream(ctx context.Context, migrationID string, req services.ExportRequest) (PageRef, error) {
+	if err := ValidateMigrationID(migrationID); err != nil {
+		return PageRef{}, invalid("%v", err)
+	}
+	var ref PageRef
+	err := c.call(ctx, OpExport, &exportRequest{Migration: migrationID, Request: req}, &ref)
+	return ref, err
+}
+
+// ImportFromStream asks the target to import the page at seq of
+// PagesStream, which must be a page of this client's service in
+// migrationID, and to raise its checkpoint to seq. Importing a page again
+// is harmless and reports Applied 0 (paper 001 (A3)). Errors: CodeInvalid
+// (bad migration id, seq 0, the message is another migration's or
+// service's, or not a page), CodeNotFound (no message at seq), CodeUnavailable,
+// and the participant's own codes.
+func (c *Client) ImportFromStream(ctx context.Context, migrationID string, seq uint64) (services.ImportResult, error) {
+	if err := ValidateMigrationID(migrationID); err != nil {
+		return services.ImportResult{}, invalid("%v", err)
+	}
+	var res services.ImportResult
+	err := c.call(ctx, OpImport, &importRequest{Migration: migrationID, Seq: seq}, &res)
+	return res, err
+}
+
+// Checkpoint returns the highest page sequence of migrationID that the
+// service imported in this region, 0 if none. Errors: CodeInvalid,
+// CodeUnavailable, CodeInternal.
+func (c *Client) Checkpoint(ctx context.Context, migrationID string) (uint64, error) {
+	if err := ValidateMigrationID(migrationID); err != nil {
+		return 0, invalid("%v", err)
+	}
+	var r checkpointReply
+	err := c.call(ctx, OpCheckpoint, &checkpointRequest{Migration: migrationID}, &r)
+	return r.Seq, err
+}
+
+// Digests returns the per-slice digests of resource's live records
+// (services.Participant.Digests).
+func (c *Client) Digests(ctx context.Context, resource string) ([]services.SliceDigest, error) {
+	var d []services.SliceDigest
+	err := c.call(ctx, OpDigests, &resourceRequest{Resource: resource}, &d)
+	return d, err
+}
+
+// ReadSlice returns the live records of resource with CreatedAt in
+// [from, to) (services.Participant.ReadSlice). When the records do not fit
+// one reply (CodeTooLarge), it reads the two halves of the interval, down to
+// single nanoseconds, and concatenates them, which keeps the (CreatedAt, ID)
+// order.
+func (c *Client) ReadSlice(ctx context.Context, resource string, from, to int64) ([]services.Record, error) {
+	var recs []services.Record
+	err := c.call(ctx, OpSlice, &sliceRequest{Resource: resource, From: from, To: to}, &recs)
+	var se *services.Error
+	if err == nil || !errors.As(err, &se) || se.Code != services.CodeTooLarge || to-from < 2 {
+		return recs, err
+	}
+	mid := from + (to-from)/2
+	lo, err := c.ReadSlice(ctx, resource, from, mid)
+	if err != nil {
+		return nil, err
+	}
+	hi, err := c.ReadSlice(ctx, resource, mid, to)
+	if err != nil {
+		return nil, err
+	}
+	return append(lo, hi...), nil
+}
+
+// SetFence sets or raises resource's fence at the service
+// (services.Participant.SetFence; DESIGN.md "Two layers of enforcement").
+// The fence token travels in the request and is never logged here.
+func (c *Client) SetFence(ctx context.Context, resource string, f services.Fence) error {
+	return c.call(ctx, OpFence, &fenceRequest{Resource: resource, Fence: f}, nil)
+}
+
+// ClearFence removes resource's fence set under token
+// (services.Participant.ClearFence).
+func (c *Client) ClearFence(ctx context.Context, resource, token string) error {
+	return c.call(ctx, OpUnfence, &unfenceRequest{Resource: resource, Token: token}, nil)
+}
+
+// Cleanup deletes resource's records at the service in this region and
+// returns how many were removed (services.Participant.Cleanup).
+func (c *Client) Cleanup(ctx context.Context, resource string) (int, error) {
+	var r cleanupReply
+	err := c.call(ctx, OpCleanup, &resourceRequest{Resource: resource}, &r)
+	return r.Removed, err
+}
+
+// FetchPage reads the page of this client's service at seq of PagesStream
+// directly from the stream (see the package function FetchPage), for tools
+// and tests that want to see what an export published.
+func (c *Client) FetchPage(ctx context.Context, migrationID string, seq uint64) (services.Page, error) {
+	if c.err != nil {
+		return services.Page{}, c.err
+	}
+	if c.js == nil {
+		return services.Page{}, invalid("contractnats: client has no JetStream")
+	}
+	return FetchPage(ctx, c.js, migrationID, c.service, seq)
+}
+
+// call sends req to operation op and decodes the reply into resp (nil: no
+// body expected).
+func (c *Client) call(ctx context.Context, op string, req, resp any) error {
+	if c.err != nil {
+		return c.err
+	}
+	ctx, cancel := withDefaultTimeout(ctx, c.timeout)
+	defer cancel()
+	body, err := encode(req)
+	if err != nil {
+		return err
+	}
+	subject := EndpointSubject(c.region, c.service, op)
+	msg := nats.NewMsg(subject)
+	msg.Data = body
+	if dl, ok := ctx.Deadline(); ok {
+		// Ask the server to give up a little before we do, so that its
+		// error reply (not our timeout) is what the caller sees.
+		left := time.Until(dl)
+		left -= min(left/10, time.Second)
+		msg.Header.Set(HeaderTimeout, strconv.FormatInt(max(left.Milliseconds(), 1), 10))
+	}
+	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return services.Errorf(services.CodeUnavailable,
+			"contract %s of service %q in region %q: no server answers on %s", op, c.service, c.region, subject)
+	}
+	if err != nil {
+		return fromNATS(fmt.Sprintf("contract %s %s/%s", op, c.region, c.service), err)
+	}
+	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
+		return remoteError(code, reply)
+	}
+	if resp == nil {
+		return nil
+	}
+	if err := decode(reply.Data, resp); err != nil {
+		return services.Errorf(services.CodeInternal, "contract %s %s/%s: reply: %v", op, c.region, c.service, err)
+	}
+	return nil
+}
+
+// remoteError rebuilds the server's *services.Error from an error reply; a
+// body that does not decode falls back to micro's headers.
+func remoteError(code string, reply *nats.Msg) *services.Error {
+	var e services.Error
+	if len(reply.Data) > 0 && decode(reply.Data, &e) == nil && e.Code != "" {
+		e.Code = knownCode(e.Code)
+		return &e
+	}
+	return &services.Error{Code: knownCode(services.Code(code)), Message: reply.Header.Get(micro.ErrorHeader)}
+}
+
+// knownCode keeps the closed set of codes closed: anything else is internal.
+func knownCode(c services.Code) services.Code {
+	switch c {
+	case services.CodeInvalid, services.CodeUnauthorized, services.CodeForbidden, services.CodeNotFound,
+		services.CodeConflict, services.CodeTooLarge, services.CodeLocked, services.CodeUnavailable,
+		services.CodeInternal:
+		return c
+	}
+	return services.CodeInternal
+}

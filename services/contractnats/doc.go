@@ -1,0 +1,43 @@
+// Package contractnats carries the migration contract (paper 001 §5.1,
+// services.Participant) over NATS, so that the orchestrator reaches any
+// service in any region (DESIGN.md "Services and the contract").
+//
+// # Request/reply
+//
+// Serve registers a nats.go micro service named ServiceName for one service
+// in one region, with metadata "region" and "service", and one endpoint per
+// contract operation under
+//
+//	cutover.contract.<region>.<service>.<op>
+//
+// where <op> is export, import, digests, slice, fence, unfence, cleanup or
+// checkpoint. Payloads are msgpack. A failure travels as a micro error reply
+// (headers Nats-Service-Error-Code = the services.Code, Nats-Service-Error =
+// the message) whose body is the msgpack *services.Error, so a remote error
+// comes back from the Client as an equal *services.Error (errors.As works,
+// Code, RetryAfter and Lock survive). Discover lists the registered contract
+// services through micro's $SRV.INFO discovery.
+//
+// # Pages through JetStream
+//
+// Export pages do not travel in the reply. The export endpoint publishes the
+// page to the stream PagesStream ("PAGES", subjects "cutover.pages.>") on
+//
+//	cutover.pages.<migrationID>.<service>
+//
+// with Nats-Msg-Id "<migrationID>/<service>/<mode>/<synctoken>/<cursor>", and
+// replies with a small PageRef naming the stream sequence. A publish whose
+// outcome is unknown (timeout) is retried with the same id; the stream's
+// duplicate window makes the retry safe (DESIGN.md "Durability and
+// hazards"). The import endpoint, at the target, is told the sequence, gets
+// that message from the stream, applies it with Participant.Import (paper 001
+// (A3): idempotent) and records a checkpoint, the highest page sequence
+// applied for (migrationID, service), in durable state.
+//
+// # Concurrency
+//
+// Server and Client are safe for concurrent use by any goroutine. A Server
+// handles the requests of one endpoint one at a time, in arrival order, and
+// different endpoints in parallel; run more Servers of the same (region,
+// service) to share the load (micro's queue group).
+package contractnats

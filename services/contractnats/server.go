@@ -1,0 +1,451 @@
+package contractnats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/store"
+)
+
+// HeaderTimeout is the request header in which a Client sends how long it
+// will wait, in milliseconds, so the server gives up no later than its
+// caller.
+const HeaderTimeout = "Cutover-Timeout-Ms"
+
+// maxHandlerTimeout caps a timeout asked for by a request header.
+const maxHandlerTimeout = 10 * time.Minute
+
+// replyHeaderSlack is kept free of the max payload for reply headers.
+const replyHeaderSlack = 512
+
+// Server serves one Participant's contract over NATS (see the package doc).
+// Its methods are safe for concurrent use.
+//
+// Each endpoint handles its requests one at a time, on its subscription's
+// goroutine (micro records the outcome of a request when its handler
+// returns, so the reply must be sent from there); different endpoints run in
+// parallel, and several Servers of one (region, service) share the load
+// through micro's queue group.
+type Server struct {
+	p        services.Participant
+	region   string
+	service  string
+	opts     ServeOptions
+	pub      publisher
+	maxReply int
+	svc      micro.Service
+	js       jetstream.JetStream
+
+	// base is the parent of every handler's context; Stop cancels it after
+	// the requests in flight have finished.
+	base       context.Context
+	cancelBase context.CancelFunc
+	stopWatch  func() bool
+
+	mu struct {
+		sync.Mutex
+		stopped bool
+		pages   jetstream.Stream // cached PagesStream handle
+	}
+	inflight sync.WaitGroup
+	stopOnce sync.Once
+
+	// ckpt serialises the read-modify-write of import checkpoints. It is
+	// held across the Checkpoints I/O on purpose: the checkpoint only
+	// moves up, and two imports finishing together must not both read the
+	// old value and let the lower one win. It guards nothing else.
+	ckpt sync.Mutex
+}
+
+// Serve registers p's contract for region as a micro service named
+// ServiceName (metadata region and service) with the endpoints of the
+// package doc under "cutover.contract.<region>.<p.Service()>.", and serves
+// until Stop is called or ctx is done. js is used to publish and read pages
+// of PagesStream, which must exist (ProvisionPages) before the first export.
+//
+// It returns ErrInvalidName for a bad region or service name,
+// ErrInvalidOptions for bad opts, and the wrapped micro error when the
+// service cannot be registered.
+func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region string, p services.Participant, opts ServeOptions) (*Server, error) {
+	if nc == nil || js == nil || p == nil {
+		return nil, fmt.Errorf("%w: nil connection, JetStream or participant", ErrInvalidOptions)
+	}
+	if err := validateRegion(region); err != nil {
+		return nil, err
+	}
+	service := p.Service()
+	if err := ValidateService(service); err != nil {
+		return nil, err
+	}
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Checkpoints == nil {
+		opts.Checkpoints = MemoryCheckpoints()
+		if sp, ok := p.(interface{ Store() *store.Store }); ok && sp.Store() != nil {
+			opts.Checkpoints = StoreCheckpoints(sp.Store())
+		}
+	}
+	s := &Server{p: p, region: region, service: service, opts: opts, js: js}
+	s.maxReply = opts.MaxReplyBytes
+	if s.maxReply == 0 {
+		s.maxReply = max(int(nc.MaxPayload())-replyHeaderSlack, 1024)
+	}
+	s.pub = publisher{js: js, attempts: opts.PublishAttempts, attemptTimeout: opts.PublishAttemptTimeout, stream: s.pagesStream}
+	s.base, s.cancelBase = context.WithCancel(context.WithoutCancel(ctx))
+
+	svc, err := micro.AddService(nc, micro.Config{
+		Name:        ServiceName,
+		Version:     Version,
+		Description: opts.Description,
+		Metadata:    map[string]string{MetadataRegion: region, MetadataService: service},
+	})
+	if err != nil {
+		s.cancelBase()
+		return nil, fmt.Errorf("contractnats: register %s/%s: %w", region, service, err)
+	}
+	s.svc = svc
+	g := svc.AddGroup(groupSubject(region, service))
+	for _, ep := range []struct {
+		op string
+		h  handlerFunc
+	}{
+		{OpExport, s.export},
+		{OpImport, s.importPage},
+		{OpDigests, s.digests},
+		{OpSlice, s.readSlice},
+		{OpFence, s.setFence},
+		{OpUnfence, s.clearFence},
+		{OpCleanup, s.cleanup},
+		{OpCheckpoint, s.checkpoint},
+	} {
+		if err := g.AddEndpoint(ep.op, s.handler(ep.h)); err != nil {
+			_ = svc.Stop()
+			s.cancelBase()
+			return nil, fmt.Errorf("contractnats: endpoint %s: %w", ep.op, err)
+		}
+	}
+	s.stopWatch = context.AfterFunc(ctx, func() { _ = s.Stop() })
+	return s, nil
+}
+
+// Region returns the region the server serves.
+func (s *Server) Region() string { return s.region }
+
+// Service returns the service name the server serves.
+func (s *Server) Service() string { return s.service }
+
+// Stop unregisters the service, waits for the requests in flight to finish
+// (each is bounded by its timeout) and releases the server. Requests that
+// arrive meanwhile are answered with CodeUnavailable. Calling it again
+// returns nil. It returns micro's error if the subscriptions could not be
+// drained.
+func (s *Server) Stop() error {
+	var err error
+	s.stopOnce.Do(func() {
+		s.mu.Lock()
+		s.mu.stopped = true
+		s.mu.Unlock()
+		if s.stopWatch != nil {
+			s.stopWatch()
+		}
+		err = s.svc.Stop()
+		s.inflight.Wait()
+		s.cancelBase()
+	})
+	return err
+}
+
+// enter marks a request in flight; false once the server is stopping.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.stopped {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
+}
+
+// pagesStream returns the cached PagesStream handle, looking it up once.
+func (s *Server) pagesStream(ctx context.Context) (jetstream.Stream, error) {
+	s.mu.Lock()
+	st := s.mu.pages
+	s.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := s.js.Stream(ctx, PagesStream)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.mu.pages = st
+	s.mu.Unlock()
+	return st, nil
+}
+
+// handlerFunc handles one decoded request body and returns the value to
+// send back (nil: an empty reply).
+type handlerFunc func(ctx context.Context, body []byte) (any, error)
+
+// handler adapts h to micro: deadline, panic containment, error replies.
+func (s *Server) handler(h handlerFunc) micro.Handler {
+	return micro.HandlerFunc(func(req micro.Request) {
+		if !s.enter() {
+			respondError(req, services.Errorf(services.CodeUnavailable, "contract %s/%s is stopping", s.region, s.service))
+			return
+		}
+		defer s.inflight.Done()
+		ctx, cancel := context.WithTimeout(s.base, s.timeoutOf(req))
+		defer cancel()
+		v, err := call(ctx, h, req.Data())
+		if err != nil {
+			respondError(req, s.toError(err))
+			return
+		}
+		var body []byte
+		if v != nil {
+			if body, err = encode(v); err != nil {
+				respondError(req, s.toError(err))
+				return
+			}
+		}
+		if len(body) > s.maxReply {
+			respondError(req, services.Errorf(services.CodeTooLarge, "reply of %d bytes above %d", len(body), s.maxReply))
+			return
+		}
+		_ = req.Respond(body) // a lost reply is the caller's timeout, and every operation is safe to retry
+	})
+}
+
+// call runs h, turning a panic into CodeInternal: a bug in one request must
+// not take the service down.
+func call(ctx context.Context, h handlerFunc, body []byte) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, services.Errorf(services.CodeInternal, "panic: %v", r)
+		}
+	}()
+	return h(ctx, body)
+}
+
+// timeoutOf is the caller's timeout from HeaderTimeout, or HandlerTimeout.
+func (s *Server) timeoutOf(req micro.Request) time.Duration {
+	if v := req.Headers().Get(HeaderTimeout); v != "" {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+			return min(time.Duration(ms)*time.Millisecond, maxHandlerTimeout)
+		}
+	}
+	return s.opts.HandlerTimeout
+}
+
+// toError translates a handler error; a context ended by Stop is
+// CodeUnavailable (retry elsewhere), not internal.
+func (s *Server) toError(err error) *services.Error {
+	if errors.Is(err, context.Canceled) {
+		return services.Errorf(services.CodeUnavailable, "contract %s/%s: %v", s.region, s.service, err)
+	}
+	return services.ToError(err)
+}
+
+// respondError sends e as a micro error reply: the code and message in
+// micro's headers, the whole *services.Error as the msgpack body.
+func respondError(req micro.Request, e *services.Error) {
+	body, err := encode(e)
+	if err != nil {
+		body = nil
+	}
+	desc := e.Message
+	if desc == "" {
+		desc = string(e.Code)
+	}
+	// A header value must stay on one line.
+	desc = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, desc)
+	if len(desc) > 256 {
+		desc = desc[:256]
+	}
+	code := string(e.Code)
+	if code == "" {
+		code = string(services.CodeInternal)
+	}
+	_ = req.Error(code, desc, body)
+}
+
+// export implements OpExport: Participant.Export, then publish the page to
+// PagesStream and reply with its PageRef (paper 001 (A2), §5.1).
+func (s *Server) export(ctx context.Context, body []byte) (any, error) {
+	var r exportRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("export request: %v", err)
+	}
+	if err := ValidateMigrationID(r.Migration); err != nil {
+		return nil, invalid("%v", err)
+	}
+	page, err := s.p.Export(ctx, r.Request)
+	if err != nil {
+		return nil, err
+	}
+	switch page.Service {
+	case "":
+		page.Service = s.service
+	case s.service:
+	default:
+		return nil, services.Errorf(services.CodeInternal, "participant %q exported a page of service %q", s.service, page.Service)
+	}
+	return s.pub.publish(ctx, r.Migration, page)
+}
+
+// importPage implements OpImport: get the page at the sequence from
+// PagesStream, apply it with Participant.Import (idempotent, paper 001 (A3)),
+// then raise the checkpoint. A crash between the import and the checkpoint
+// leaves the checkpoint behind, never ahead: the page is imported again,
+// which converges.
+func (s *Server) importPage(ctx context.Context, body []byte) (any, error) {
+	var r importRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("import request: %v", err)
+	}
+	if err := ValidateMigrationID(r.Migration); err != nil {
+		return nil, invalid("%v", err)
+	}
+	if r.Seq == 0 {
+		return nil, invalid("import of page sequence 0")
+	}
+	stream, err := s.pagesStream(ctx)
+	if err != nil {
+		return nil, fromNATS("stream "+PagesStream, err)
+	}
+	page, err := fetchPage(ctx, stream, r.Migration, s.service, r.Seq)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.p.Import(ctx, page)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.advance(r.Migration, r.Seq); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// advance raises the checkpoint of migrationID to seq; it never lowers it,
+// so pages imported out of order or again leave it at the highest applied.
+func (s *Server) advance(migrationID string, seq uint64) error {
+	name := checkpointName(migrationID, s.service)
+	s.ckpt.Lock()
+	defer s.ckpt.Unlock()
+	cur, err := s.readCheckpoint(name)
+	if err != nil {
+		return err
+	}
+	if seq <= cur {
+		return nil
+	}
+	if err := s.opts.Checkpoints.Put(name, encodeCheckpoint(seq)); err != nil {
+		return services.Errorf(services.CodeInternal, "checkpoint %q: %v", name, err)
+	}
+	return nil
+}
+
+func (s *Server) readCheckpoint(name string) (uint64, error) {
+	v, err := s.opts.Checkpoints.Get(name)
+	if err != nil {
+		return 0, services.Errorf(services.CodeInternal, "checkpoint %q: %v", name, err)
+	}
+	seq, err := decodeCheckpoint(name, v)
+	if err != nil {
+		return 0, services.Errorf(services.CodeInternal, "%v", err)
+	}
+	return seq, nil
+}
+
+// checkpoint implements OpCheckpoint.
+func (s *Server) checkpoint(ctx context.Context, body []byte) (any, error) {
+	var r checkpointRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("checkpoint request: %v", err)
+	}
+	if err := ValidateMigrationID(r.Migration); err != nil {
+		return nil, invalid("%v", err)
+	}
+	seq, err := s.readCheckpoint(checkpointName(r.Migration, s.service))
+	if err != nil {
+		return nil, err
+	}
+	return checkpointReply{Seq: seq}, nil
+}
+
+// digests implements OpDigests.
+func (s *Server) digests(ctx context.Context, body []byte) (any, error) {
+	var r resourceRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("digests request: %v", err)
+	}
+	d, err := s.p.Digests(ctx, r.Resource)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// readSlice implements OpSlice.
+func (s *Server) readSlice(ctx context.Context, body []byte) (any, error) {
+	var r sliceRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("slice request: %v", err)
+	}
+	recs, err := s.p.ReadSlice(ctx, r.Resource, r.From, r.To)
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// setFence implements OpFence (DESIGN.md "Two layers of enforcement").
+func (s *Server) setFence(ctx context.Context, body []byte) (any, error) {
+	var r fenceRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("fence request: %v", err)
+	}
+	return nil, s.p.SetFence(ctx, r.Resource, r.Fence)
+}
+
+// clearFence implements OpUnfence.
+func (s *Server) clearFence(ctx context.Context, body []byte) (any, error) {
+	var r unfenceRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("unfence request: %v", err)
+	}
+	return nil, s.p.ClearFence(ctx, r.Resource, r.Token)
+}
+
+// cleanup implements OpCleanup.
+func (s *Server) cleanup(ctx context.Context, body []byte) (any, error) {
+	var r resourceRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("cleanup request: %v", err)
+	}
+	n, err := s.p.Cleanup(ctx, r.Resource)
+	if err != nil {
+		return nil, err
+	}
+	return cleanupReply{Removed: n}, nil
+}

@@ -1,0 +1,70 @@
+package contractnats
+
+import (
+	"fmt"
+	"time"
+)
+
+// Server defaults applied by ServeOptions.EnsureDefaults.
+const (
+	// DefaultHandlerTimeout bounds one request at the server when the
+	// caller sent no deadline.
+	DefaultHandlerTimeout = 30 * time.Second
+)
+
+// ServeOptions configures Serve. Zero values mean the documented defaults.
+type ServeOptions struct {
+	// Checkpoints holds the import checkpoints. nil means the cursors of the
+	// participant's own store when the participant exposes one (a
+	// *services.StoreParticipant: StoreCheckpoints(p.Store())), so that the
+	// checkpoint is as durable as the imported records; otherwise
+	// MemoryCheckpoints().
+	Checkpoints Checkpoints
+	// HandlerTimeout bounds one request when the caller sent no deadline
+	// (a Client always sends its own); 0 means DefaultHandlerTimeout.
+	HandlerTimeout time.Duration
+	// PublishAttempts and PublishAttemptTimeout are the page publish retry
+	// policy; 0 means DefaultPublishAttempts and
+	// DefaultPublishAttemptTimeout.
+	PublishAttempts       int
+	PublishAttemptTimeout time.Duration
+	// MaxReplyBytes caps a reply body (a ReadSlice reply can be large); 0
+	// means the connection's max payload. A larger reply is refused with
+	// CodeTooLarge, and Client.ReadSlice then splits the slice.
+	MaxReplyBytes int
+	// Description is the micro service description.
+	Description string
+}
+
+// EnsureDefaults fills the zero fields of o, except Checkpoints, which Serve
+// resolves against the participant.
+func (o *ServeOptions) EnsureDefaults() {
+	if o.HandlerTimeout == 0 {
+		o.HandlerTimeout = DefaultHandlerTimeout
+	}
+	if o.PublishAttempts == 0 {
+		o.PublishAttempts = DefaultPublishAttempts
+	}
+	if o.PublishAttemptTimeout == 0 {
+		o.PublishAttemptTimeout = DefaultPublishAttemptTimeout
+	}
+	if o.Description == "" {
+		o.Description = "cutover migration contract (paper 001 §5.1)"
+	}
+}
+
+// Validate reports settings EnsureDefaults cannot fix, wrapping
+// ErrInvalidOptions.
+func (o *ServeOptions) Validate() error {
+	switch {
+	case o.HandlerTimeout < 0:
+		return fmt.Errorf("%w: negative HandlerTimeout", ErrInvalidOptions)
+	case o.PublishAttempts < 0:
+		return fmt.Errorf("%w: negative PublishAttempts", ErrInvalidOptions)
+	case o.PublishAttemptTimeout < 0:
+		return fmt.Errorf("%w: negative PublishAttemptTimeout", ErrInvalidOptions)
+	case o.MaxReplyBytes < 0:
+		return fmt.Errorf("%w: negative MaxReplyBytes", ErrInvalidOptions)
+	}
+	return nil
+}

@@ -1,0 +1,393 @@
+package contracttest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/store"
+)
+
+// maxPages stops an export that never ends.
+const maxPages = 100_000
+
+// kit is one subtest's harness, resource and model of the source.
+type kit struct {
+	t   *testing.T
+	h   Harness
+	ctx context.Context
+	res string
+
+	mu struct {
+		sync.Mutex
+		n    int                        // writes so far, makes every Data distinct
+		live map[string]services.Record // last stored live record per id
+		gone map[string]bool            // ids deleted at the source
+	}
+}
+
+// newKit builds the harness for t and names its resource after name.
+func newKit(t *testing.T, factory Factory, name string) *kit {
+	t.Helper()
+	h := factory(t)
+	if h.Source == nil || h.Target == nil || h.Write == nil || h.Delete == nil || h.Read == nil {
+		t.Fatalf("contracttest: the Factory returned an incomplete Harness")
+	}
+	if h.Source.Service() != h.Target.Service() {
+		t.Fatalf("contracttest: source service %q and target service %q differ", h.Source.Service(), h.Target.Service())
+	}
+	k := &kit{t: t, h: h, ctx: t.Context(), res: "conv/kit-" + name}
+	k.mu.live = map[string]services.Record{}
+	k.mu.gone = map[string]bool{}
+	return k
+}
+
+// refFor is the dependent resource written into id's refs.
+func refFor(id string) string { return "media/kit-" + id }
+
+// tryWrite writes id at the source with fresh data; refs when withRef.
+func (k *kit) tryWrite(id string, withRef bool) (services.Record, error) {
+	k.mu.Lock()
+	k.mu.n++
+	data := []byte(fmt.Sprintf("%s %s write %d", k.res, id, k.mu.n))
+	k.mu.Unlock()
+	var refs []string
+	if withRef {
+		refs = []string{refFor(id)}
+	}
+	rec, err := k.h.Write(k.res, id, data, refs)
+	if err != nil {
+		return services.Record{}, err
+	}
+	if rec.ID != id || rec.Deleted {
+		return services.Record{}, fmt.Errorf("Write(%q) returned record %q (deleted %v)", id, rec.ID, rec.Deleted)
+	}
+	k.mu.Lock()
+	k.mu.live[id] = rec
+	delete(k.mu.gone, id)
+	k.mu.Unlock()
+	return rec, nil
+}
+
+// write writes id at the source or fails the test.
+func (k *kit) write(id string, withRef bool) services.Record {
+	k.t.Helper()
+	rec, err := k.tryWrite(id, withRef)
+	if err != nil {
+		k.t.Fatalf("Write(%q, %q): %v", k.res, id, err)
+	}
+	return rec
+}
+
+// writeN writes ids prefix0..prefix(n-1), every third one with a ref.
+func (k *kit) writeN(prefix string, n int) []string {
+	k.t.Helper()
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = fmt.Sprintf("%s%03d", prefix, i)
+		k.write(ids[i], i%3 == 0)
+	}
+	return ids
+}
+
+// tryDelete deletes id at the source.
+func (k *kit) tryDelete(id string) error {
+	if err := k.h.Delete(k.res, id); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	delete(k.mu.live, id)
+	k.mu.gone[id] = true
+	k.mu.Unlock()
+	return nil
+}
+
+// del deletes id at the source or fails the test.
+func (k *kit) del(id string) {
+	k.t.Helper()
+	if err := k.tryDelete(id); err != nil {
+		k.t.Fatalf("Delete(%q, %q): %v", k.res, id, err)
+	}
+}
+
+// fence sets a fence of level at the source for an hour and returns its
+// token.
+func (k *kit) fence(level store.FenceLevel, token string) services.Fence {
+	k.t.Helper()
+	f := services.FenceFor(level, token, time.Now().Add(time.Hour), 0)
+	if err := k.h.Source.SetFence(k.ctx, k.res, f); err != nil {
+		k.t.Fatalf("SetFence(%s, %s): %v", k.res, level, err)
+	}
+	return f
+}
+
+// export runs an export from req until a page says no more, checking the
+// page invariants every implementation must keep.
+func (k *kit) export(p services.Participant, req services.ExportRequest) []services.Page {
+	k.t.Helper()
+	pages, err := k.tryExport(p, req, nil)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return pages
+}
+
+// tryExport is export; between is called after every page but the last.
+func (k *kit) tryExport(p services.Participant, req services.ExportRequest, between func(i int)) ([]services.Page, error) {
+	limit := req.Limit
+	if limit <= 0 {
+		limit = services.DefaultPageLimit
+	}
+	var pages []services.Page
+	for i := 0; ; i++ {
+		if i >= maxPages {
+			return nil, fmt.Errorf("export of %s did not end after %d pages", req.Resource, maxPages)
+		}
+		page, err := p.Export(k.ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("Export(%+v): %w", req, err)
+		}
+		if err := checkPage(req, page, limit); err != nil {
+			return nil, err
+		}
+		pages = append(pages, page)
+		if !page.More {
+			return pages, nil
+		}
+		if page.Next == req.Cursor {
+			return nil, fmt.Errorf("Export(%+v): More set but the cursor did not advance", req)
+		}
+		req.SyncToken, req.Cursor = page.SyncToken, page.Next
+		if between != nil {
+			between(i)
+		}
+	}
+}
+
+// checkPage checks one page against its request.
+func checkPage(req services.ExportRequest, page services.Page, limit int) error {
+	switch {
+	case len(page.Records) > limit:
+		return fmt.Errorf("Export(%+v): %d records, above the limit %d", req, len(page.Records), limit)
+	case page.Resource != req.Resource:
+		return fmt.Errorf("Export(%+v): page of resource %q", req, page.Resource)
+	case page.Mode != req.Mode:
+		return fmt.Errorf("Export(%+v): page of mode %s", req, page.Mode)
+	case req.SyncToken != 0 && page.SyncToken != req.SyncToken:
+		return fmt.Errorf("Export(%+v): page under sync token %d", req, page.SyncToken)
+	}
+	seen := map[string]bool{}
+	for _, r := range page.Records {
+		if seen[r.ID] {
+			return fmt.Errorf("Export(%+v): record %q twice in one page", req, r.ID)
+		}
+		seen[r.ID] = true
+		if r.Deleted && (len(r.Data) != 0 || len(r.Refs) != 0) {
+			// paper 001 §4.3: content and PII are stripped at once.
+			return fmt.Errorf("Export(%+v): tombstone %q carries data %q refs %q", req, r.ID, r.Data, r.Refs)
+		}
+	}
+	return nil
+}
+
+// historical runs a full historical export with limit and returns the
+// pages and the sync token they ran under.
+func (k *kit) historical(limit int) ([]services.Page, uint64) {
+	k.t.Helper()
+	pages := k.export(k.h.Source, services.ExportRequest{Resource: k.res, Mode: services.Historical, Limit: limit})
+	return pages, pages[0].SyncToken
+}
+
+// delta runs a full delta export from token with limit.
+func (k *kit) delta(token uint64, limit int) []services.Page {
+	k.t.Helper()
+	return k.export(k.h.Source, services.ExportRequest{Resource: k.res, Mode: services.Delta, SyncToken: token, Limit: limit})
+}
+
+// importAll imports pages into the target in order and returns the results.
+func (k *kit) importAll(pages []services.Page) []services.ImportResult {
+	k.t.Helper()
+	out := make([]services.ImportResult, 0, len(pages))
+	for i, p := range pages {
+		res, err := k.h.Target.Import(k.ctx, p)
+		if err != nil {
+			k.t.Fatalf("Import(page %d of %d records): %v", i, len(p.Records), err)
+		}
+		if res.Total != len(p.Records) || res.Applied < 0 || res.Applied > res.Total {
+			k.t.Fatalf("Import(page %d of %d records) = %+v", i, len(p.Records), res)
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// digests returns p's digests of the kit's resource.
+func (k *kit) digests(p services.Participant) []services.SliceDigest {
+	k.t.Helper()
+	d, err := p.Digests(k.ctx, k.res)
+	if err != nil {
+		k.t.Fatalf("Digests(%s): %v", k.res, err)
+	}
+	return d
+}
+
+// converged checks that the target holds what the source holds: equal
+// digests, every live record readable at the target with the source's
+// content, every deleted one not found.
+func (k *kit) converged() {
+	k.t.Helper()
+	src, dst := k.digests(k.h.Source), k.digests(k.h.Target)
+	if !slices.Equal(src, dst) {
+		k.t.Fatalf("digests differ:\nsource %v\ntarget %v", src, dst)
+	}
+	k.mu.Lock()
+	live := maps.Clone(k.mu.live)
+	gone := maps.Clone(k.mu.gone)
+	k.mu.Unlock()
+	var n uint64
+	for _, d := range src {
+		n += d.Count
+	}
+	if n != uint64(len(live)) {
+		k.t.Fatalf("source digests count %d live records, the kit wrote %d", n, len(live))
+	}
+	for _, id := range sortedKeys(live) {
+		want := live[id]
+		got, found := k.read(id)
+		if !found {
+			k.t.Fatalf("Read(%q) at the target: not found, want %q", id, want.Data)
+		}
+		if err := sameContent(got, want); err != nil {
+			k.t.Fatalf("Read(%q) at the target: %v", id, err)
+		}
+	}
+	// Validation reads both regions through the user read path (paper 001
+	// §5.3): the same records in the same order.
+	sr, err := k.h.Source.ReadSlice(k.ctx, k.res, 0, math.MaxInt64)
+	if err != nil {
+		k.t.Fatalf("ReadSlice at the source: %v", err)
+	}
+	tr, err := k.h.Target.ReadSlice(k.ctx, k.res, 0, math.MaxInt64)
+	if err != nil {
+		k.t.Fatalf("ReadSlice at the target: %v", err)
+	}
+	if len(sr) != len(live) || len(tr) != len(sr) {
+		k.t.Fatalf("ReadSlice: %d records at the source, %d at the target, the kit wrote %d", len(sr), len(tr), len(live))
+	}
+	for i := range sr {
+		if err := sameContent(tr[i], sr[i]); err != nil {
+			k.t.Fatalf("ReadSlice record %d: target %v", i, err)
+		}
+	}
+	for _, id := range sortedKeys(gone) {
+		if got, found := k.read(id); found {
+			k.t.Fatalf("Read(%q) at the target found %q; it was deleted at the source", id, got.Data)
+		}
+	}
+}
+
+// read reads id at the target through the user path or fails the test.
+func (k *kit) read(id string) (services.Record, bool) {
+	k.t.Helper()
+	rec, found, err := k.h.Read(k.res, id)
+	if err != nil {
+		k.t.Fatalf("Read(%q, %q): %v", k.res, id, err)
+	}
+	return rec, found
+}
+
+// sameContent compares what a migration must carry unchanged.
+func sameContent(got, want services.Record) error {
+	switch {
+	case got.ID != want.ID:
+		return fmt.Errorf("id %q, want %q", got.ID, want.ID)
+	case got.Kind != want.Kind:
+		return fmt.Errorf("kind %q, want %q", got.Kind, want.Kind)
+	case got.CreatedAt != want.CreatedAt:
+		return fmt.Errorf("created at %d, want %d", got.CreatedAt, want.CreatedAt)
+	case !bytes.Equal(got.Data, want.Data):
+		return fmt.Errorf("data %q, want %q", got.Data, want.Data)
+	case !slices.Equal(got.Refs, want.Refs):
+		return fmt.Errorf("refs %q, want %q", got.Refs, want.Refs)
+	}
+	return nil
+}
+
+// targetRecords returns every record the target holds for the resource,
+// tombstones included, through a historical export of the target.
+func (k *kit) targetRecords() map[string]services.Record {
+	k.t.Helper()
+	out := map[string]services.Record{}
+	for _, p := range k.export(k.h.Target, services.ExportRequest{Resource: k.res, Mode: services.Historical}) {
+		for _, r := range p.Records {
+			out[r.ID] = r
+		}
+	}
+	return out
+}
+
+// idsOf returns the record ids of pages in order.
+func idsOf(pages []services.Page) []string {
+	var ids []string
+	for _, p := range pages {
+		for _, r := range p.Records {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
+}
+
+// recordsOf returns the records of pages by id (the last one wins).
+func recordsOf(pages []services.Page) map[string]services.Record {
+	out := map[string]services.Record{}
+	for _, p := range pages {
+		for _, r := range p.Records {
+			out[r.ID] = r
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// codeOf returns the contract error code of err ("" for nil). Errors of
+// the user path (Write, Delete) go through services.ToError, which is how
+// the service boundary maps them; Participant errors must already be
+// *services.Error (see mustCode).
+func codeOf(err error) services.Code {
+	if err == nil {
+		return ""
+	}
+	return services.ToError(err).Code
+}
+
+// mustCode checks that a Participant call failed with a *services.Error of
+// code want.
+func (k *kit) mustCode(what string, err error, want services.Code) {
+	k.t.Helper()
+	var se *services.Error
+	switch {
+	case err == nil:
+		k.t.Fatalf("%s: no error, want %s", what, want)
+	case !errors.As(err, &se):
+		k.t.Fatalf("%s: %T %v, want a *services.Error with code %s", what, err, err, want)
+	case se.Code != want:
+		k.t.Fatalf("%s: code %s (%v), want %s", what, se.Code, err, want)
+	}
+}
