@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cutover/cutover/kvrouting"
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/services/api"
+	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contractnats"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+)
+
+// systemConfig describes one process's share of a deployment. `cutover dev`
+// fills every part; later roles fill some.
+type systemConfig struct {
+	// DataDir holds the NATS store and the regions' Pebble stores; "" means
+	// a temporary directory removed at exit.
+	DataDir string
+	// NATSURL connects to an existing deployment; "" starts an embedded
+	// server (or cluster, see Cluster).
+	NATSURL  string
+	NATSPort int
+	Cluster  int
+	// Regions served; the first is the write region of the routing bucket
+	// and where new conversations are created.
+	Regions  []string
+	HTTPAddr string
+	// Timings (paper 001 Table 5, dev values).
+	Tiers            []time.Duration
+	ReplicationBound time.Duration
+	ClockSkew        time.Duration
+	Locks            kvrouting.LockConfig
+	ServiceSecret    string
+	InMemory         bool
+	Logger           *slog.Logger
+}
+
+func (c *systemConfig) ensureDefaults() error {
+	if len(c.Regions) == 0 {
+		c.Regions = []string{"us-east", "eu-west"}
+	}
+	for _, r := range c.Regions {
+		if err := cnats.ValidateRegion(r); err != nil || strings.ToLower(r) != r {
+			return fmt.Errorf("%w: region %q", errUsage, r)
+		}
+	}
+	if len(c.Tiers) == 0 {
+		c.Tiers = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond}
+	}
+	if c.ReplicationBound == 0 {
+		c.ReplicationBound = 500 * time.Millisecond
+	}
+	if c.ClockSkew == 0 {
+		c.ClockSkew = 100 * time.Millisecond
+	}
+	if c.Cluster == 0 {
+		c.Cluster = 1
+	}
+	if c.ServiceSecret == "" {
+		c.ServiceSecret = "dev-secret"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return nil
+}
+
+// natsEndpoint is the NATS deployment the process talks to.
+type natsEndpoint struct{ URL string }
+
+type (
+	regionMap   map[string]*chat.Region
+	resolverMap map[string]*kvrouting.Resolver
+)
+
+// systemModule wires the shared pieces: NATS, the routing store, resolvers
+// and locker, the regions' chat services, their contract servers.
+func systemModule(cfg *systemConfig) fx.Option {
+	return fx.Options(
+		fx.Supply(cfg),
+		fx.Provide(provideNATS, provideConn, provideRoutingStore, provideResolvers, provideLocker, provideRegions),
+		fx.Invoke(serveContracts),
+	)
+}
+
+// apiModule adds the user-facing HTTP API.
+func apiModule() fx.Option {
+	return fx.Options(fx.Provide(provideAPI, serveHTTP), fx.Invoke(func(*httpServer) {}))
+}
+
+func newApp(out io.Writer, opts ...fx.Option) *fx.App {
+	return fx.New(append(opts, fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }))...)
+}
+
+func provideNATS(lc fx.Lifecycle, cfg *systemConfig) (*natsEndpoint, error) {
+	if cfg.NATSURL != "" {
+		return &natsEndpoint{URL: cfg.NATSURL}, nil
+	}
+	dir := ""
+	if cfg.DataDir != "" && !cfg.InMemory {
+		dir = filepath.Join(cfg.DataDir, "nats")
+	}
+	if cfg.Cluster > 1 {
+		cl, err := cnats.StartCluster(cnats.ClusterOptions{Nodes: cfg.Cluster, BaseDir: dir})
+		if err != nil {
+			return nil, err
+		}
+		lc.Append(fx.StopHook(cl.Shutdown))
+		return &natsEndpoint{URL: cl.ClientURLs()}, nil
+	}
+	srv, err := cnats.StartServer(cnats.Options{StoreDir: dir, Port: cfg.NATSPort})
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(srv.Shutdown))
+	return &natsEndpoint{URL: srv.ClientURL()}, nil
+}
+
+func provideConn(lc fx.Lifecycle, ep *natsEndpoint) (*nats.Conn, jetstream.JetStream, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, js, err := cnats.Connect(ctx, ep.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	lc.Append(fx.StopHook(nc.Close))
+	return nc, js, nil
+}
+
+func provideRoutingStore(cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream) (*kvrouting.Store, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes := cfg.Cluster
+	if cfg.NATSURL != "" {
+		nodes = 3 // an external deployment is assumed to be a cluster; R = min(3, nodes)
+	}
+	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Nodes: nodes}); err != nil {
+		return nil, fmt.Errorf("provision routing: %w", err)
+	}
+	for _, r := range cfg.Regions[1:] {
+		if _, err := cnats.ProvisionMirror(ctx, js, r, 1); err != nil {
+			return nil, fmt.Errorf("provision mirror %s: %w", r, err)
+		}
+	}
+	if _, err := contractnats.ProvisionPages(ctx, js, cnats.DefaultReplicas(nodes)); err != nil {
+		return nil, fmt.Errorf("provision pages: %w", err)
+	}
+	return kvrouting.NewStore(ctx, nc, js, "")
+}
+
+// provideResolvers gives each region its own cache tiers; non-write
+// regions read their mirror on a miss (within the staleness bound).
+func provideResolvers(cfg *systemConfig, st *kvrouting.Store, js jetstream.JetStream) (resolverMap, error) {
+	out := resolverMap{}
+	for i, r := range cfg.Regions {
+		var tiers []*kvrouting.Tier
+		for j, ttl := range cfg.Tiers {
+			tiers = append(tiers, kvrouting.NewTier(fmt.Sprintf("%s-t%d", r, j), ttl, 0))
+		}
+		rc := kvrouting.ResolverConfig{Region: r, Tiers: tiers, ReplicationBound: cfg.ReplicationBound, ClockSkew: cfg.ClockSkew, JS: js}
+		if i > 0 {
+			rc.MirrorRegion = r
+		}
+		res, err := kvrouting.NewResolver(st, rc)
+		if err != nil {
+			return nil, err
+		}
+		out[r] = res
+	}
+	return out, nil
+}
+
+func provideLocker(cfg *systemConfig, st *kvrouting.Store, rs resolverMap) (*kvrouting.Locker, error) {
+	lc := cfg.Locks
+	for _, r := range rs {
+		lc.ConvergenceDelay = max(lc.ConvergenceDelay, r.ConvergenceDelay())
+	}
+	if lc.ClockSkew == 0 {
+		lc.ClockSkew = cfg.ClockSkew
+	}
+	return kvrouting.NewLocker(st, lc)
+}
+
+func provideRegions(lc fx.Lifecycle, cfg *systemConfig) (regionMap, error) {
+	out := regionMap{}
+	for _, r := range cfg.Regions {
+		opts := chat.RegionOptions{Name: r, InMemory: cfg.InMemory || cfg.DataDir == ""}
+		if !opts.InMemory {
+			opts.Dir = filepath.Join(cfg.DataDir, "regions", r)
+		}
+		reg, err := chat.OpenRegion(opts)
+		if err != nil {
+			for _, o := range out {
+				_ = o.Close()
+			}
+			return nil, err
+		}
+		out[r] = reg
+	}
+	lc.Append(fx.StopHook(func() error {
+		var errs []error
+		for _, r := range out {
+			errs = append(errs, r.Close())
+		}
+		return errors.Join(errs...)
+	}))
+	return out, nil
+}
+
+// serveContracts puts every service of every region on NATS (the migration
+// contract; DESIGN.md "Services and the contract").
+func serveContracts(lc fx.Lifecycle, nc *nats.Conn, js jetstream.JetStream, regions regionMap) error {
+	var servers []*contractnats.Server
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			for name, reg := range regions {
+				for _, p := range reg.Participants() {
+					s, err := contractnats.Serve(context.Background(), nc, js, name, p, contractnats.ServeOptions{})
+					if err != nil {
+						return fmt.Errorf("serve %s/%s: %w", name, p.Service(), err)
+					}
+					servers = append(servers, s)
+				}
+			}
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			var errs []error
+			for _, s := range servers {
+				errs = append(errs, s.Stop())
+			}
+			return errors.Join(errs...)
+		},
+	})
+	return nil
+}
+
+func provideAPI(cfg *systemConfig, regions regionMap, rs resolverMap, lk *kvrouting.Locker) (*api.Server, error) {
+	return api.New(api.Config{
+		Regions: regions, Resolvers: rs, Locker: lk, DefaultRegion: cfg.Regions[0],
+		Auth:   api.DevAuth{ServiceSecrets: map[string]string{"validator": cfg.ServiceSecret}},
+		Logger: cfg.Logger,
+	})
+}
+
+// httpServer is the running HTTP listener (its address once started).
+type httpServer struct{ addr string }
+
+func serveHTTP(lc fx.Lifecycle, cfg *systemConfig, h *api.Server) *httpServer {
+	hs := &httpServer{}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			addr := cfg.HTTPAddr
+			if addr == "" {
+				addr = "127.0.0.1:0"
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("http listen %s: %w", addr, err)
+			}
+			hs.addr = ln.Addr().String()
+			go func() { _ = srv.Serve(ln) }()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error { return srv.Shutdown(ctx) },
+	})
+	return hs
+}
+
+func sortedRegions(m regionMap) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
