@@ -289,6 +289,10 @@ func (c *Core) tombstone(resource, id string) (store.DeleteResult, error) {
 // Participant returns the migration contract of this service.
 func (c *Core) Participant() *Participant { return &Participant{c: c} }
 
+// Store returns the service's store (contractnats keeps its import
+// checkpoints there, durably).
+func (p *Participant) Store() *store.Store { return p.c.st }
+
 // Participant is a service's migration contract: the shared
 // services.StoreParticipant, with fence changes ordered against the
 // decision-driven tombstone path.

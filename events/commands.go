@@ -1,0 +1,66 @@
+package events
+
+// Command type names (the last token of cutover.cmd.<type>).
+const (
+	TypeStart        = "start"
+	TypeStartTenant  = "start-tenant"
+	TypeCancel       = "cancel"
+	TypeForceRelease = "force-release"
+)
+
+// Start asks for one resource's migration to Target (paper 001 Algorithm 1).
+type Start struct {
+	// Resource is "kind/id".
+	Resource string `msgpack:"res"`
+	// Target is the target region.
+	Target string `msgpack:"tgt"`
+	// Parent is the migration (or tenant migration) that started this one;
+	// with a parent the migration id is derived from (parent, resource,
+	// target), so a replayed start creates nothing new.
+	Parent string `msgpack:"parent,omitempty"`
+	// Tenant names the tenant fan-out this start belongs to, if any.
+	Tenant string `msgpack:"tenant,omitempty"`
+	// Attempt is the first attempt number (0 means 1).
+	Attempt int `msgpack:"attempt,omitempty"`
+	// MigrationID, when set, is the id to use (callers that need to know it
+	// up front); otherwise it is derived from the command id.
+	MigrationID string `msgpack:"mid,omitempty"`
+}
+
+// StartTenant fans a tenant's resources out into one migration each, at
+// most Concurrency at a time.
+type StartTenant struct {
+	Tenant      string   `msgpack:"tenant"`
+	Target      string   `msgpack:"tgt"`
+	Resources   []string `msgpack:"res"`
+	Concurrency int      `msgpack:"conc,omitempty"`
+	// MigrationID, when set, is the tenant migration's id.
+	MigrationID string `msgpack:"mid,omitempty"`
+}
+
+// Cancel rolls a migration back (before its swap) and fails it.
+type Cancel struct {
+	MigrationID string `msgpack:"mid"`
+	Reason      string `msgpack:"reason,omitempty"`
+}
+
+// ForceRelease clears a stuck lock without its token; it needs approvals
+// from at least two distinct approvers (paper 000 §8) and leaves an audit
+// event.
+type ForceRelease struct {
+	Resource  string   `msgpack:"res"`
+	Approvers []string `msgpack:"approvers"`
+	Reason    string   `msgpack:"reason"`
+}
+
+// Type implements Body.
+func (Start) Type() string { return TypeStart }
+
+// Type implements Body.
+func (StartTenant) Type() string { return TypeStartTenant }
+
+// Type implements Body.
+func (Cancel) Type() string { return TypeCancel }
+
+// Type implements Body.
+func (ForceRelease) Type() string { return TypeForceRelease }

@@ -1,0 +1,290 @@
+package events
+
+import "time"
+
+// Event type names.
+const (
+	TypeRequested        = "requested"
+	TypePreLocked        = "pre-locked"
+	TypeConverged        = "converged"
+	TypeDropped          = "dropped"
+	TypeHardDeleteLocked = "hard-delete-locked"
+	TypeFenced           = "fenced"
+	TypePageCopied       = "page-copied"
+	TypeRenewed          = "renewed"
+	TypeWriteLocked      = "write-locked"
+	TypeDeltaCopied      = "delta-copied"
+	TypeValidated        = "validated"
+	TypeSwapped          = "swapped"
+	TypeCleanupScheduled = "cleanup-scheduled"
+	TypeCompleted        = "completed"
+	TypeCleanedUp        = "cleaned-up"
+	TypeStepFailed       = "step-failed"
+	TypeRolledBack       = "rolled-back"
+	TypeRescheduled      = "rescheduled"
+	TypeFailed           = "failed"
+	TypeChildStarted     = "child-started"
+	TypeCancelRequested  = "cancel-requested"
+	TypeTenantStarted    = "tenant-started"
+	TypeTenantProgress   = "tenant-progress"
+	TypeForceReleased    = "force-released"
+)
+
+// Requested opens a migration. Token is generated and persisted here,
+// BEFORE the pre-lock is attempted, so that a retry after an unknown outcome
+// recognises its own lock (kvrouting.WithToken). It is stored whole (any
+// worker must be able to resume) and must never be logged whole.
+type Requested struct {
+	Resource    string `msgpack:"res"`
+	Target      string `msgpack:"tgt"`
+	Parent      string `msgpack:"parent,omitempty"`
+	Tenant      string `msgpack:"tenant,omitempty"`
+	Attempt     int    `msgpack:"attempt"`
+	MaxAttempts int    `msgpack:"max"`
+	Token       string `msgpack:"tok"`
+}
+
+// PreLocked records the pre-lock (paper 001 Algorithm 1 line 2).
+type PreLocked struct {
+	Source    string    `msgpack:"src"`
+	NotBefore time.Time `msgpack:"nb"`
+	Expiry    time.Time `msgpack:"ex"`
+	// WaitUntil is NotBefore plus the safety buffer: the convergence wait
+	// (line 3) ends no earlier.
+	WaitUntil time.Time `msgpack:"until"`
+}
+
+// Converged records that the convergence wait has elapsed.
+type Converged struct{}
+
+// Dropped ends a migration that has nothing to do (the resource is already
+// at the target; paper 000 §5.4).
+type Dropped struct {
+	Reason string `msgpack:"reason"`
+}
+
+// HardDeleteLocked records the hard-delete lock (Algorithm 1 line 5).
+type HardDeleteLocked struct {
+	Expiry time.Time `msgpack:"ex"`
+}
+
+// Fenced records that every source endpoint holds the fence of Level
+// (DESIGN.md "Two layers of enforcement"); Services lists them.
+type Fenced struct {
+	Level    uint8    `msgpack:"lvl"`
+	Services []string `msgpack:"svcs"`
+	// PostSwap marks the fence kept on the old location after the swap.
+	PostSwap bool `msgpack:"post,omitempty"`
+}
+
+// PageCopied checkpoints one historical page exported from the source and
+// imported at the target (Algorithm 1 line 8).
+type PageCopied struct {
+	Service    string   `msgpack:"svc"`
+	Mode       uint8    `msgpack:"mode"`
+	Cursor     uint64   `msgpack:"cur"`
+	Next       uint64   `msgpack:"next"`
+	SyncToken  uint64   `msgpack:"tok"`
+	Count      int      `msgpack:"n"`
+	More       bool     `msgpack:"more"`
+	Dependents []string `msgpack:"deps,omitempty"`
+}
+
+// Renewed records an extension of the hard-delete lock (paper 001 §5.2).
+type Renewed struct {
+	Expiry time.Time `msgpack:"ex"`
+}
+
+// WriteLocked records the write lock (Algorithm 1 line 12); Expiry is the
+// Phase 3 abort threshold and is never extended.
+type WriteLocked struct {
+	Expiry time.Time `msgpack:"ex"`
+}
+
+// DeltaCopied checkpoints one delta page (Algorithm 1 line 13).
+type DeltaCopied struct {
+	Service string `msgpack:"svc"`
+	Cursor  uint64 `msgpack:"cur"`
+	Next    uint64 `msgpack:"next"`
+	Count   int    `msgpack:"n"`
+	More    bool   `msgpack:"more"`
+	// Dependents are resources referenced by the page's records.
+	Dependents []string `msgpack:"deps,omitempty"`
+}
+
+// Validated records the pre-cutover validation (paper 001 §5.3).
+type Validated struct {
+	OK       bool          `msgpack:"ok"`
+	Detail   string        `msgpack:"detail,omitempty"`
+	Duration time.Duration `msgpack:"dur"`
+	Slices   int           `msgpack:"slices"`
+}
+
+// Swapped records the atomic cutover (paper 001 §4.1.4).
+type Swapped struct{}
+
+// CleanupScheduled records when the source data will be deleted (the
+// cleanup window after the swap).
+type CleanupScheduled struct {
+	At time.Time `msgpack:"at"`
+}
+
+// Completed ends a successful migration, with its figures.
+type Completed struct {
+	Figures Figures `msgpack:"fig"`
+}
+
+// Figures are the per-migration measurements (paper 001 §6.2).
+type Figures struct {
+	PreLockMs    int64 `msgpack:"pre"`
+	HistoricalMs int64 `msgpack:"hist"`
+	WriteLockMs  int64 `msgpack:"wl"`
+	CutoverMs    int64 `msgpack:"cut"`
+	TotalMs      int64 `msgpack:"total"`
+	Attempts     int   `msgpack:"attempts"`
+	Records      int   `msgpack:"recs"`
+}
+
+// CleanedUp records that the source data was deleted after the window.
+type CleanedUp struct {
+	Records int `msgpack:"n"`
+}
+
+// StepFailed records a transient failure of a step; the third in one phase
+// rolls the migration back (paper 001 §3.5).
+type StepFailed struct {
+	Phase Phase  `msgpack:"phase"`
+	Error string `msgpack:"err"`
+}
+
+// RolledBack records a completed rollback: locks released, fences cleared,
+// target cleaned (Algorithm 1 line 16).
+type RolledBack struct {
+	Reason string `msgpack:"reason"`
+	Phase  Phase  `msgpack:"phase"`
+}
+
+// Rescheduled starts a fresh attempt with a fresh token after a backoff.
+type Rescheduled struct {
+	Attempt int       `msgpack:"attempt"`
+	Token   string    `msgpack:"tok"`
+	At      time.Time `msgpack:"at"`
+}
+
+// Failed ends a migration that will not be retried.
+type Failed struct {
+	Reason string `msgpack:"reason"`
+}
+
+// ChildStarted records the start of a child migration for a dependent
+// resource (Algorithm 1 line 9).
+type ChildStarted struct {
+	Resource    string `msgpack:"res"`
+	MigrationID string `msgpack:"mid"`
+}
+
+// CancelRequested asks the migration to roll back and stop.
+type CancelRequested struct {
+	Reason string `msgpack:"reason,omitempty"`
+}
+
+// TenantStarted opens a tenant fan-out.
+type TenantStarted struct {
+	Tenant      string   `msgpack:"tenant"`
+	Target      string   `msgpack:"tgt"`
+	Resources   []string `msgpack:"res"`
+	Concurrency int      `msgpack:"conc"`
+}
+
+// TenantProgress records a child started or finished by a tenant fan-out.
+type TenantProgress struct {
+	// Started is the resource whose migration was started ("" if none).
+	Started string `msgpack:"started,omitempty"`
+	// StartedID is its migration id.
+	StartedID string `msgpack:"sid,omitempty"`
+	// Finished is the resource whose migration ended ("" if none).
+	Finished string `msgpack:"finished,omitempty"`
+	// Outcome is the finished migration's status.
+	Outcome Status `msgpack:"outcome,omitempty"`
+	// Partition is the rate-limit partition of Started.
+	Partition int `msgpack:"part,omitempty"`
+}
+
+// ForceReleased is the audit event of an admin force-release.
+type ForceReleased struct {
+	Resource  string   `msgpack:"res"`
+	Approvers []string `msgpack:"approvers"`
+	Reason    string   `msgpack:"reason"`
+}
+
+// Type implements Body.
+func (Requested) Type() string { return TypeRequested }
+
+// Type implements Body.
+func (PreLocked) Type() string { return TypePreLocked }
+
+// Type implements Body.
+func (Converged) Type() string { return TypeConverged }
+
+// Type implements Body.
+func (Dropped) Type() string { return TypeDropped }
+
+// Type implements Body.
+func (HardDeleteLocked) Type() string { return TypeHardDeleteLocked }
+
+// Type implements Body.
+func (Fenced) Type() string { return TypeFenced }
+
+// Type implements Body.
+func (PageCopied) Type() string { return TypePageCopied }
+
+// Type implements Body.
+func (Renewed) Type() string { return TypeRenewed }
+
+// Type implements Body.
+func (WriteLocked) Type() string { return TypeWriteLocked }
+
+// Type implements Body.
+func (DeltaCopied) Type() string { return TypeDeltaCopied }
+
+// Type implements Body.
+func (Validated) Type() string { return TypeValidated }
+
+// Type implements Body.
+func (Swapped) Type() string { return TypeSwapped }
+
+// Type implements Body.
+func (CleanupScheduled) Type() string { return TypeCleanupScheduled }
+
+// Type implements Body.
+func (Completed) Type() string { return TypeCompleted }
+
+// Type implements Body.
+func (CleanedUp) Type() string { return TypeCleanedUp }
+
+// Type implements Body.
+func (StepFailed) Type() string { return TypeStepFailed }
+
+// Type implements Body.
+func (RolledBack) Type() string { return TypeRolledBack }
+
+// Type implements Body.
+func (Rescheduled) Type() string { return TypeRescheduled }
+
+// Type implements Body.
+func (Failed) Type() string { return TypeFailed }
+
+// Type implements Body.
+func (ChildStarted) Type() string { return TypeChildStarted }
+
+// Type implements Body.
+func (CancelRequested) Type() string { return TypeCancelRequested }
+
+// Type implements Body.
+func (TenantStarted) Type() string { return TypeTenantStarted }
+
+// Type implements Body.
+func (TenantProgress) Type() string { return TypeTenantProgress }
+
+// Type implements Body.
+func (ForceReleased) Type() string { return TypeForceReleased }

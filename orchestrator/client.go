@@ -1,0 +1,102 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Client publishes commands to MIGRATION_CMDS and reads migration state.
+// Safe for concurrent use.
+type Client struct {
+	nc *nats.Conn
+	js jetstream.JetStream
+}
+
+// NewClient returns a Client over a connection and its JetStream context.
+func NewClient(nc *nats.Conn, js jetstream.JetStream) *Client { return &Client{nc: nc, js: js} }
+
+// Start asks for a migration of resource ("kind/id") to target and returns
+// the migration id. Two Start commands for one resource create two
+// migrations; the routing pre-lock admits only one of them (the other ends
+// Failed "locked" or Dropped). Errors: ErrInvalid, publish errors.
+func (c *Client) Start(ctx context.Context, cmd events.Start) (string, error) {
+	if _, err := kvrouting.ParseResource(cmd.Resource); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if cmd.Target == "" {
+		return "", fmt.Errorf("%w: empty target", ErrInvalid)
+	}
+	cmdID := newID()
+	if cmd.MigrationID == "" {
+		cmd.MigrationID = startID(cmdID, cmd)
+	}
+	if !events.ValidID(cmd.MigrationID) {
+		return "", fmt.Errorf("%w: migration id %q", ErrInvalid, cmd.MigrationID)
+	}
+	return cmd.MigrationID, c.send(ctx, cmdID, cmd)
+}
+
+// StartTenant fans a tenant's resources out and returns the tenant
+// migration's id. Errors: ErrInvalid, publish errors.
+func (c *Client) StartTenant(ctx context.Context, cmd events.StartTenant) (string, error) {
+	if cmd.Tenant == "" || cmd.Target == "" {
+		return "", fmt.Errorf("%w: tenant and target are required", ErrInvalid)
+	}
+	cmdID := newID()
+	if cmd.MigrationID == "" {
+		cmd.MigrationID = DeriveID("tenant", cmdID)
+	}
+	return cmd.MigrationID, c.send(ctx, cmdID, cmd)
+}
+
+// Cancel asks a migration to roll back and stop (no effect after its swap).
+func (c *Client) Cancel(ctx context.Context, migrationID, reason string) error {
+	return c.send(ctx, newID(), events.Cancel{MigrationID: migrationID, Reason: reason})
+}
+
+// ForceRelease asks for an admin force-release of resource's lock; it
+// needs at least two distinct approvers (checked by the worker).
+func (c *Client) ForceRelease(ctx context.Context, resource string, approvers []string, reason string) error {
+	return c.send(ctx, newID(), events.ForceRelease{Resource: resource, Approvers: approvers, Reason: reason})
+}
+
+// State returns a migration's current state and the sequence of its last
+// event. Errors: as Load.
+func (c *Client) State(ctx context.Context, migrationID string) (*events.State, uint64, error) {
+	return Load(ctx, c.nc, migrationID)
+}
+
+// History returns a migration's events, oldest first.
+func (c *Client) History(ctx context.Context, migrationID string) ([]*events.Envelope, error) {
+	return History(ctx, c.js, migrationID)
+}
+
+func (c *Client) send(ctx context.Context, id string, body events.Body) error {
+	return sendCommand(ctx, c.js, id, "", body)
+}
+
+func sendCommand(ctx context.Context, js jetstream.JetStream, id, cause string, body events.Body) error {
+	data, err := events.Encode(&events.Envelope{ID: id, CausationID: cause, Body: body})
+	if err != nil {
+		return err
+	}
+	msg := nats.NewMsg(events.CommandSubject(body.Type()))
+	msg.Data = data
+	_, err = publishRetry(ctx, js, msg, jetstream.WithMsgID(id))
+	return err
+}
+
+// startID is the migration id of a start command: from the parent when
+// there is one (a replayed child start maps onto the same migration), else
+// from the command id.
+func startID(cmdID string, s events.Start) string {
+	if s.Parent != "" {
+		return DeriveID("child", s.Parent, s.Resource, s.Target)
+	}
+	return DeriveID("start", cmdID)
+}

@@ -1,0 +1,159 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+)
+
+// Defaults applied by Config.EnsureDefaults (paper 001 Table 5 where the
+// paper gives a value).
+const (
+	DefaultConvergenceBuffer = 10 * time.Minute
+	DefaultReplicationBound  = 5 * time.Minute
+	DefaultRenewMargin       = time.Hour
+	DefaultValidationBudget  = 5 * time.Second
+	DefaultPhaseRetries      = 3
+	DefaultMaxAttempts       = 3
+	DefaultRetryBackoff      = time.Second
+	DefaultRescheduleBackoff = time.Minute
+	DefaultCleanupWindow     = 15 * 24 * time.Hour
+	DefaultAckWait           = time.Minute
+	DefaultStepTimeout       = 30 * time.Second
+	DefaultParallel          = 16
+	DefaultTenantPoll        = time.Second
+	DefaultTenantConcurrency = 10
+	DefaultPartitions        = 16
+)
+
+// Config configures a Worker. Locker and Directory are required; every
+// other zero value means the documented default.
+type Config struct {
+	// Locker performs the routing-document lock lifecycle.
+	Locker *kvrouting.Locker
+	// Directory finds the service endpoints of a region.
+	Directory Directory
+	// ConvergenceBuffer is the safety buffer added to the pre-lock's
+	// not-before (paper 001 §4.1.1: ≈10 min).
+	ConvergenceBuffer time.Duration
+	// ReplicationBound is the routing store's replication-lag bound; the
+	// convergence wait is never shorter than it (paper 001 Table 5: 5 min).
+	ReplicationBound time.Duration
+	// RenewMargin: the hard-delete lock is renewed when it is within this
+	// of its expiry (paper 001 §5.2).
+	RenewMargin time.Duration
+	// ValidationBudget bounds the pre-cutover validation (paper 001 §5.3).
+	ValidationBudget time.Duration
+	// PhaseRetries is how many transient failures in one phase roll the
+	// migration back (paper 001 §3.5: 3).
+	PhaseRetries int
+	// MaxAttempts bounds the fresh attempts after rollbacks.
+	MaxAttempts int
+	// RetryBackoff is the delay after a transient failure.
+	RetryBackoff time.Duration
+	// RescheduleBackoff is the delay before a fresh attempt.
+	RescheduleBackoff time.Duration
+	// CleanupWindow is how long after the swap the source data is deleted
+	// (paper 001 §4.1.4: 15 days).
+	CleanupWindow time.Duration
+	// AckWait is the work consumer's ack wait: how soon a migration whose
+	// worker died is picked up again.
+	AckWait time.Duration
+	// StepTimeout bounds one step's I/O.
+	StepTimeout time.Duration
+	// PageLimit is the export page size (0: the contract's default).
+	PageLimit int
+	// Parallel is how many migrations one worker drives at once.
+	Parallel int
+	// TenantPoll is how often a tenant fan-out checks its children.
+	TenantPoll time.Duration
+	// TenantConcurrency is the default concurrency of a tenant fan-out.
+	TenantConcurrency int
+	// Partitions and PartitionInterval rate-limit tenant starts: at most one
+	// start per PartitionInterval in each of Partitions hash partitions of
+	// the resource ids (0 interval: no limit).
+	Partitions        int
+	PartitionInterval time.Duration
+	// Clock is the time source (default time.Now).
+	Clock func() time.Time
+	// Logger receives step logs (default: discard). Tokens are never
+	// logged whole.
+	Logger *slog.Logger
+	// AfterAppend, if set, is called after every event a worker appends; a
+	// non-nil error simulates a crash right after that event (tests).
+	AfterAppend func(*events.Envelope) error
+	// BeforeAppend, if set, is called after a step's side effect and before
+	// its event is appended; a non-nil error simulates a crash that loses
+	// the event (tests).
+	BeforeAppend func(st *events.State, next events.Body) error
+}
+
+// EnsureDefaults fills zero fields with the defaults.
+func (c *Config) EnsureDefaults() {
+	def := func(p *time.Duration, d time.Duration) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	def(&c.ConvergenceBuffer, DefaultConvergenceBuffer)
+	def(&c.ReplicationBound, DefaultReplicationBound)
+	def(&c.RenewMargin, DefaultRenewMargin)
+	def(&c.ValidationBudget, DefaultValidationBudget)
+	def(&c.RetryBackoff, DefaultRetryBackoff)
+	def(&c.RescheduleBackoff, DefaultRescheduleBackoff)
+	def(&c.CleanupWindow, DefaultCleanupWindow)
+	def(&c.AckWait, DefaultAckWait)
+	def(&c.StepTimeout, DefaultStepTimeout)
+	def(&c.TenantPoll, DefaultTenantPoll)
+	if c.PhaseRetries == 0 {
+		c.PhaseRetries = DefaultPhaseRetries
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Parallel == 0 {
+		c.Parallel = DefaultParallel
+	}
+	if c.TenantConcurrency == 0 {
+		c.TenantConcurrency = DefaultTenantConcurrency
+	}
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports missing or inconsistent settings (after EnsureDefaults)
+// as ErrInvalid.
+func (c *Config) Validate() error {
+	if c.Locker == nil || c.Directory == nil {
+		return fmt.Errorf("%w: Locker and Directory are required", ErrInvalid)
+	}
+	for name, d := range map[string]time.Duration{"convergence buffer": c.ConvergenceBuffer, "replication bound": c.ReplicationBound,
+		"renew margin": c.RenewMargin, "validation budget": c.ValidationBudget, "ack wait": c.AckWait, "step timeout": c.StepTimeout} {
+		if d < 0 {
+			return fmt.Errorf("%w: negative %s", ErrInvalid, name)
+		}
+	}
+	if c.PhaseRetries < 1 || c.MaxAttempts < 1 || c.Parallel < 1 || c.Partitions < 1 {
+		return fmt.Errorf("%w: retries, attempts, parallelism and partitions must be positive", ErrInvalid)
+	}
+	return nil
+}
+
+// withDefaultTimeout applies DefaultStepTimeout when ctx has no deadline.
+func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, DefaultStepTimeout)
+}

@@ -1,0 +1,495 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/store"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// outcome is what one step decided.
+type outcome struct {
+	// body is the event to append (nil: none).
+	body events.Body
+	// wait, when positive, re-arms the durable timer: the work message is
+	// negatively acknowledged with this delay (never an in-memory sleep).
+	wait time.Duration
+	// ack ends the work: the migration needs no more steps.
+	ack bool
+}
+
+func waitFor(d time.Duration) outcome { return outcome{wait: max(d, time.Millisecond)} }
+
+// drive advances one migration as far as it can go: read the last event
+// (state + sequence), take the next step, append its event conditioned on
+// that sequence, repeat; until a wait (NakWithDelay) or the end (Ack).
+func (w *Worker) drive(ctx context.Context, m jetstream.Msg) {
+	id, ok := events.MigrationIDFromSubject(m.Subject())
+	if !ok {
+		_ = m.Term()
+		return
+	}
+	for {
+		if ctx.Err() != nil {
+			_ = m.Nak()
+			return
+		}
+		done, stop := w.driveOnce(ctx, m, id)
+		if stop {
+			return
+		}
+		if done {
+			_ = m.InProgress()
+		}
+	}
+}
+
+// driveOnce performs one step; stop reports that the message was settled
+// (or the worker crashed on purpose), done that an event was appended.
+func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string) (done, stop bool) {
+	sctx, cancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
+	defer cancel()
+	st, seq, err := Load(sctx, w.nc, id)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
+		_ = m.Ack() // a work message without a migration: nothing to drive
+		return false, true
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("load failed", "migration", id, "err", err)
+		}
+		_ = m.NakWithDelay(w.cfg.RetryBackoff)
+		return false, true
+	}
+	out := w.step(sctx, st)
+	if out.body != nil {
+		if hook := w.cfg.BeforeAppend; hook != nil && hook(st, out.body) != nil {
+			return false, true // simulated crash: the side effect happened, its event is lost
+		}
+		// A fresh context: a step that timed out must still record its
+		// failure (it counts toward the phase's retry limit).
+		actx, acancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
+		env, _, err := appendEvent(actx, w.js, st, seq, out.body, "", w.cfg.Clock())
+		acancel()
+		if errors.Is(err, ErrConflict) {
+			return false, false // another worker advanced it: drop the step, re-read
+		}
+		if err != nil {
+			w.log.Warn("append failed", "migration", id, "err", err)
+			_ = m.NakWithDelay(w.cfg.RetryBackoff)
+			return false, true
+		}
+		w.log.Debug("event", "migration", id, "type", env.Type, "phase", env.State.Phase)
+		if hook := w.cfg.AfterAppend; hook != nil && hook(env) != nil {
+			return false, true // simulated crash: settle nothing, AckWait redelivers
+		}
+	}
+	switch {
+	case out.ack:
+		_ = m.Ack()
+		return false, true
+	case out.wait > 0:
+		_ = m.NakWithDelay(out.wait)
+		return false, true
+	}
+	return out.body != nil, false
+}
+
+// beforeSwap reports whether a phase may still roll back.
+func beforeSwap(p events.Phase) bool {
+	switch p {
+	case events.PhaseSwapped, events.PhaseCleanupScheduled, events.PhaseRolledBack, events.PhaseDone, events.PhaseTenant:
+		return false
+	}
+	return true
+}
+
+// step decides and performs the next step of st (paper 001 Algorithm 1).
+// Every side effect is idempotent, so a step replayed after a crash or a
+// lost race is harmless.
+func (w *Worker) step(ctx context.Context, st *events.State) outcome {
+	now := w.cfg.Clock()
+	if st.Fanout != nil {
+		return w.tenantStep(ctx, st, now)
+	}
+	if st.Status.Terminal() {
+		if st.Status == events.StatusCompleted && !st.SourceCleaned && st.Source != "" {
+			if now.Before(st.CleanupAt) {
+				return waitFor(st.CleanupAt.Sub(now))
+			}
+			n, err := w.cleanup(ctx, st, st.Source)
+			if err != nil {
+				return waitFor(w.cfg.RetryBackoff)
+			}
+			return outcome{body: events.CleanedUp{Records: n}}
+		}
+		return outcome{ack: true}
+	}
+	res, err := kvrouting.ParseResource(st.Resource)
+	if err != nil {
+		return outcome{body: events.Failed{Reason: "invalid resource: " + err.Error()}}
+	}
+	tok := kvrouting.Token(st.Token)
+	if beforeSwap(st.Phase) {
+		if st.Abort != "" {
+			return w.rollback(ctx, st, res, st.Abort)
+		}
+		if st.Failures >= w.cfg.PhaseRetries { // paper 001 §3.5: 3 transient failures, then roll back
+			return w.rollback(ctx, st, res, fmt.Sprintf("%d transient failures in %s: %s", st.Failures, st.Phase, st.Reason))
+		}
+	}
+	switch st.Phase {
+	case events.PhaseRequested:
+		if now.Before(st.WaitUntil) { // reschedule backoff
+			return waitFor(st.WaitUntil.Sub(now))
+		}
+		// Algorithm 1 line 2. The token was persisted first, so a retry
+		// after an unknown outcome recognises its own lock.
+		g, err := w.cfg.Locker.PreLock(ctx, res, st.Target, st.ID, kvrouting.WithToken(tok))
+		switch {
+		case err == nil:
+			until := g.NotBefore.Add(w.cfg.ConvergenceBuffer)
+			if floor := now.Add(w.cfg.ReplicationBound); until.Before(floor) {
+				until = floor // never less than the replication bound
+			}
+			return outcome{body: events.PreLocked{Source: g.Doc.Primary.Region, NotBefore: g.NotBefore, Expiry: g.Expiry, WaitUntil: until}}
+		case errors.Is(err, kvrouting.ErrAtTarget):
+			return outcome{body: events.Dropped{Reason: "already at target"}}
+		case errors.Is(err, kvrouting.ErrLocked):
+			// Another migration holds the resource: the pre-lock is the
+			// arbiter of duplicate starts (paper 000 §5.4).
+			return outcome{body: events.Failed{Reason: "locked by another migration"}}
+		case errors.Is(err, kvrouting.ErrNotFound), errors.Is(err, kvrouting.ErrInvalid):
+			return outcome{body: events.Failed{Reason: err.Error()}}
+		}
+		return w.transient(st, err)
+
+	case events.PhasePreLocked:
+		// Algorithm 1 line 3: a durable wait; a timer that fires early is
+		// re-armed for the remainder ("never less than").
+		if now.Before(st.WaitUntil) {
+			return waitFor(st.WaitUntil.Sub(now))
+		}
+		return outcome{body: events.Converged{}}
+
+	case events.PhaseConverged:
+		// Re-read the location: drop a resource already at the target.
+		doc, err := w.cfg.Locker.Get(ctx, res)
+		if err != nil {
+			return w.transient(st, err)
+		}
+		if doc.Primary.Region == st.Target {
+			return outcome{body: events.Dropped{Reason: "already at target"}}
+		}
+		if doc.Primary.Lock.Token != tok {
+			return w.rollback(ctx, st, res, "pre-lock lost")
+		}
+		d, err := w.cfg.Locker.EscalateHardDelete(ctx, res, tok, doc) // line 5
+		if errors.Is(err, kvrouting.ErrNotConverged) {
+			return waitFor(doc.Primary.Lock.NotBefore.Add(w.skew).Sub(now))
+		}
+		if o, bad := w.lockErr(ctx, st, res, err); bad {
+			return o
+		}
+		return outcome{body: events.HardDeleteLocked{Expiry: d.Primary.Lock.Expiry}}
+
+	case events.PhaseHardDeleteLocked:
+		// The backstop: the hard-delete fence at every source endpoint
+		// before the historical export starts (DESIGN.md "Two layers").
+		names, err := w.fence(ctx, st, store.FenceHardDelete, st.LockExpiry)
+		if err != nil {
+			return w.transient(st, err)
+		}
+		return outcome{body: events.Fenced{Level: uint8(store.FenceHardDelete), Services: names}}
+
+	case events.PhaseHistorical:
+		if o, ok := w.startChild(ctx, st); ok {
+			return o
+		}
+		if st.LockExpiry.Sub(now) < w.cfg.RenewMargin {
+			// paper 001 §5.2: extend the hard-delete lock (and the pre-lock)
+			// before it expires; the fence follows it.
+			d, err := w.cfg.Locker.Renew(ctx, res, tok, nil)
+			if o, bad := w.lockErr(ctx, st, res, err); bad {
+				return o
+			}
+			if exp := d.Primary.Lock.Expiry; exp.After(st.LockExpiry) {
+				if _, err := w.fence(ctx, st, store.FenceHardDelete, exp); err != nil {
+					return w.transient(st, err)
+				}
+				return outcome{body: events.Renewed{Expiry: exp}}
+			}
+		}
+		for _, p := range st.Services {
+			if p.HistoricalDone {
+				continue
+			}
+			req := services.ExportRequest{Resource: st.Resource, Mode: services.Historical, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit}
+			pi, err := w.copyPage(ctx, st, p.Service, req)
+			if err != nil {
+				return w.transient(st, err)
+			}
+			// Algorithm 1 line 8: one checkpoint per page.
+			return outcome{body: events.PageCopied{Service: p.Service, Mode: uint8(services.Historical), Cursor: req.Cursor,
+				Next: pi.Next, SyncToken: pi.SyncToken, Count: pi.Count, More: pi.More, Dependents: pi.Dependents}}
+		}
+		d, err := w.cfg.Locker.EscalateWrite(ctx, res, tok, nil) // line 12
+		if o, bad := w.lockErr(ctx, st, res, err); bad {
+			return o
+		}
+		return outcome{body: events.WriteLocked{Expiry: d.Primary.Lock.Expiry}}
+
+	case events.PhaseWriteLocked:
+		if w.writeExpired(st, now) {
+			return w.rollback(ctx, st, res, "write lock expired")
+		}
+		names, err := w.fence(ctx, st, store.FenceWrite, st.LockExpiry)
+		if err != nil {
+			return w.transient(st, err)
+		}
+		return outcome{body: events.Fenced{Level: uint8(store.FenceWrite), Services: names}}
+
+	case events.PhaseDelta:
+		// paper 001 §4.1.3: the write lock is never extended; reaching its
+		// expiry aborts the attempt.
+		if w.writeExpired(st, now) {
+			return w.rollback(ctx, st, res, "write lock expired")
+		}
+		for _, p := range st.Services {
+			if p.DeltaDone {
+				continue
+			}
+			req := services.ExportRequest{Resource: st.Resource, Mode: services.Delta, SyncToken: p.SyncToken, Cursor: p.DeltaCursor, Limit: w.cfg.PageLimit}
+			pi, err := w.copyPage(ctx, st, p.Service, req)
+			if err != nil {
+				return w.transient(st, err)
+			}
+			return outcome{body: events.DeltaCopied{Service: p.Service, Cursor: req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents}}
+		}
+		v := w.validate(ctx, st) // line 14
+		if w.writeExpired(st, w.cfg.Clock()) && v.OK {
+			return w.rollback(ctx, st, res, "write lock expired")
+		}
+		return outcome{body: v}
+
+	case events.PhaseValidated:
+		// Line 19: ONE conditional write. A swap replayed after a crash is
+		// recognised by kvrouting (our token on the old location).
+		_, err := w.cfg.Locker.Swap(ctx, res, tok, nil)
+		if o, bad := w.lockErr(ctx, st, res, err); bad {
+			return o
+		}
+		return outcome{body: events.Swapped{}}
+
+	case events.PhaseSwapped:
+		// The old location stays write-fenced (locked secondary) until the
+		// source is cleaned up.
+		if _, err := w.fence(ctx, st, store.FenceWrite, st.SwappedAt.Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
+			return w.transient(st, err)
+		}
+		return outcome{body: events.CleanupScheduled{At: st.SwappedAt.Add(w.cfg.CleanupWindow)}} // line 20
+
+	case events.PhaseCleanupScheduled:
+		if o, ok := w.startChild(ctx, st); ok {
+			return o
+		}
+		return outcome{body: events.Completed{Figures: figures(st, now)}}
+
+	case events.PhaseRolledBack:
+		if st.Cancelled || st.Attempt >= st.MaxAttempts {
+			return outcome{body: events.Failed{Reason: st.Reason}}
+		}
+		// A fresh attempt with a fresh token, after a backoff (paper 001 §3.5).
+		return outcome{body: events.Rescheduled{Attempt: st.Attempt + 1, Token: string(kvrouting.NewToken()), At: now.Add(w.cfg.RescheduleBackoff)}}
+	}
+	return outcome{body: events.Failed{Reason: fmt.Sprintf("unknown phase %q", st.Phase)}}
+}
+
+// transient records a transient failure; the phase retries after a backoff
+// and rolls back after PhaseRetries of them.
+func (w *Worker) transient(st *events.State, err error) outcome {
+	w.log.Info("transient failure", "migration", st.ID, "phase", st.Phase, "err", err)
+	return outcome{body: events.StepFailed{Phase: st.Phase, Error: err.Error()}, wait: w.cfg.RetryBackoff}
+}
+
+// lockErr classifies a lock-transition error: a lost or expired lock rolls
+// back, anything else is transient. bad reports that err was non-nil.
+func (w *Worker) lockErr(ctx context.Context, st *events.State, res kvrouting.Resource, err error) (outcome, bool) {
+	switch {
+	case err == nil:
+		return outcome{}, false
+	case errors.Is(err, kvrouting.ErrExpired):
+		reason := "lock expired"
+		if st.Phase == events.PhaseDelta || st.Phase == events.PhaseValidated || st.Phase == events.PhaseWriteLocked {
+			reason = "write lock expired"
+		}
+		return w.rollback(ctx, st, res, reason), true
+	case errors.Is(err, kvrouting.ErrTokenMismatch), errors.Is(err, kvrouting.ErrIllegalTransition):
+		return w.rollback(ctx, st, res, "lock lost: "+err.Error()), true
+	}
+	return w.transient(st, err), true
+}
+
+func (w *Worker) writeExpired(st *events.State, now time.Time) bool {
+	return !now.Before(st.LockExpiry.Add(-w.skew))
+}
+
+// rollback is Algorithm 1 line 16: release the lock (token), clear the
+// fences at the source, clean the target, then record RolledBack. Every
+// part is idempotent. A release refused because the swap already happened
+// under our token means a crash separated the swap from its event: the
+// migration moves forward instead (DESIGN.md "Durability and hazards").
+func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.Resource, reason string) outcome {
+	tok := kvrouting.Token(st.Token)
+	ours := true
+	if _, err := w.cfg.Locker.Release(ctx, res, tok, nil); err != nil {
+		switch {
+		case errors.Is(err, kvrouting.ErrIllegalTransition):
+			doc, gerr := w.cfg.Locker.Get(ctx, res)
+			if gerr == nil && doc.Primary.Region == st.Target && doc.Secondary != nil && doc.Secondary.Lock.Token == tok {
+				return outcome{body: events.Swapped{}}
+			}
+			return waitFor(w.cfg.RetryBackoff)
+		case errors.Is(err, kvrouting.ErrTokenMismatch):
+			ours = false // another migration holds it now: touch nothing of its
+		case errors.Is(err, kvrouting.ErrNotFound):
+		default:
+			return waitFor(w.cfg.RetryBackoff)
+		}
+	}
+	if ours && st.Source != "" {
+		eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
+		if err != nil {
+			return waitFor(w.cfg.RetryBackoff)
+		}
+		for _, ep := range eps {
+			if err := ep.ClearFence(ctx, st.Resource, st.Token); err != nil && services.ToError(err).Code != services.CodeConflict {
+				return waitFor(w.cfg.RetryBackoff)
+			}
+		}
+		if _, err := w.cleanup(ctx, st, st.Target); err != nil {
+			return waitFor(w.cfg.RetryBackoff)
+		}
+	}
+	return outcome{body: events.RolledBack{Reason: reason, Phase: st.Phase}}
+}
+
+// fence sets a fence of level, expiring at the lock's expiry plus the
+// enforcers' skew, at every source endpoint; it returns their services.
+func (w *Worker) fence(ctx context.Context, st *events.State, level store.FenceLevel, expiry time.Time) ([]string, error) {
+	res, _ := kvrouting.ParseResource(st.Resource)
+	eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
+	if err != nil {
+		return nil, err
+	}
+	f := services.FenceFor(level, st.Token, expiry, w.skew)
+	names := make([]string, 0, len(eps))
+	for _, ep := range eps {
+		if err := ep.SetFence(ctx, st.Resource, f); err != nil {
+			return nil, fmt.Errorf("fence %s at %s/%s: %w", level, ep.Region(), ep.Service(), err)
+		}
+		names = append(names, ep.Service())
+	}
+	return names, nil
+}
+
+// cleanup deletes the resource at every endpoint of region.
+func (w *Worker) cleanup(ctx context.Context, st *events.State, region string) (int, error) {
+	res, _ := kvrouting.ParseResource(st.Resource)
+	eps, err := w.cfg.Directory.Endpoints(ctx, region, res.Kind)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, ep := range eps {
+		n, err := ep.Cleanup(ctx, st.Resource)
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// endpointPair returns the source and target endpoints of one service.
+func (w *Worker) endpointPair(ctx context.Context, st *events.State, service string) (src, tgt Endpoint, err error) {
+	res, _ := kvrouting.ParseResource(st.Resource)
+	find := func(region string) (Endpoint, error) {
+		eps, err := w.cfg.Directory.Endpoints(ctx, region, res.Kind)
+		if err != nil {
+			return nil, err
+		}
+		for _, ep := range eps {
+			if ep.Service() == service {
+				return ep, nil
+			}
+		}
+		return nil, fmt.Errorf("%w: service %s at %s", ErrNotFound, service, region)
+	}
+	if src, err = find(st.Source); err != nil {
+		return nil, nil, err
+	}
+	if tgt, err = find(st.Target); err != nil {
+		return nil, nil, err
+	}
+	return src, tgt, nil
+}
+
+// copyPage exports one page from the source and imports it at the target.
+func (w *Worker) copyPage(ctx context.Context, st *events.State, service string, req services.ExportRequest) (PageInfo, error) {
+	src, tgt, err := w.endpointPair(ctx, st, service)
+	if err != nil {
+		return PageInfo{}, err
+	}
+	pi, err := src.Export(ctx, st.ID, req)
+	if err != nil {
+		return PageInfo{}, fmt.Errorf("export %s: %w", service, err)
+	}
+	if pi.Count > 0 {
+		if _, err := tgt.Import(ctx, st.ID, pi); err != nil {
+			return PageInfo{}, fmt.Errorf("import %s: %w", service, err)
+		}
+	}
+	return pi, nil
+}
+
+// startChild starts the first pending child migration, if any (Algorithm 1
+// line 9). The command's Msg-Id and the child's derived id make a replay
+// harmless.
+func (w *Worker) startChild(ctx context.Context, st *events.State) (outcome, bool) {
+	if len(st.PendingChildren) == 0 {
+		return outcome{}, false
+	}
+	child := st.PendingChildren[0]
+	cmd := events.Start{Resource: child, Target: st.Target, Parent: st.ID, Tenant: st.Tenant}
+	cmd.MigrationID = startID("", cmd)
+	if err := sendCommand(ctx, w.js, DeriveID("child-cmd", st.ID, child, st.Token), st.ID, cmd); err != nil {
+		return w.transient(st, err), true
+	}
+	return outcome{body: events.ChildStarted{Resource: child, MigrationID: cmd.MigrationID}}, true
+}
+
+// figures computes the Completed event's measurements (paper 001 §6.2).
+func figures(st *events.State, now time.Time) events.Figures {
+	ms := func(a, b time.Time) int64 {
+		if a.IsZero() || b.IsZero() {
+			return 0
+		}
+		return b.Sub(a).Milliseconds()
+	}
+	recs := 0
+	for _, p := range st.Services {
+		recs += p.Records
+	}
+	return events.Figures{
+		PreLockMs: ms(st.AttemptAt, st.ConvergedAt), HistoricalMs: ms(st.HardDeleteAt, st.WriteLockedAt),
+		WriteLockMs: ms(st.WriteLockedAt, st.SwappedAt), CutoverMs: ms(st.SwappedAt, now),
+		TotalMs: ms(st.RequestedAt, now), Attempts: st.Attempt, Records: recs,
+	}
+}

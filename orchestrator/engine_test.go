@@ -1,0 +1,40 @@
+package orchestrator
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/events"
+)
+
+func TestHappyPath(t *testing.T) {
+	e := mustEnv(t)
+	e.seed("conv/c1", 20)
+	e.startWorker(e.config())
+	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/c1", Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitDone(id, 30*time.Second)
+	if st.Status != events.StatusCompleted {
+		t.Fatalf("status %s (%s)", st.Status, st.Reason)
+	}
+	e.assertMigrated("conv/c1")
+	h := e.history(id)
+	if n := countType(h, events.TypeSwapped); n != 1 {
+		t.Fatalf("%d Swapped events", n)
+	}
+	if n := countType(h, events.TypePageCopied); n < 6 { // 20 records, pages of 7, two services
+		t.Fatalf("%d PageCopied events", n)
+	}
+	assertFold(t, h)
+	if st.Figures == nil || st.Figures.Attempts != 1 || st.Figures.Records != 40 || st.Figures.TotalMs <= 0 {
+		t.Fatalf("figures %+v", st.Figures)
+	}
+	for _, ev := range h {
+		if ev.State.Token != st.Token && ev.Type != events.TypeRequested {
+			t.Fatalf("token changed without a reschedule")
+		}
+	}
+}

@@ -1,0 +1,18 @@
+package orchestrator
+
+import "errors"
+
+var (
+	// ErrConflict is returned when an append lost the race: another worker
+	// advanced the migration first (wrong last subject sequence).
+	ErrConflict = errors.New("orchestrator: migration advanced concurrently")
+	// ErrNotFound is returned for a migration with no events.
+	ErrNotFound = errors.New("orchestrator: migration not found")
+	// ErrInvalid is returned for an invalid command or configuration.
+	ErrInvalid = errors.New("orchestrator: invalid argument")
+	// ErrClosed is returned by Run after Close.
+	ErrClosed = errors.New("orchestrator: worker closed")
+	// errCrash is the test hook's simulated crash: the step stops without
+	// acknowledging anything.
+	errCrash = errors.New("orchestrator: simulated crash")
+)

@@ -1,0 +1,267 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+var testServices = []string{"messages", "reactions"}
+
+// env is one test world: embedded NATS, the routing bucket, two regions
+// with Pebble stores per service, and the migration streams.
+type env struct {
+	t      testing.TB
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	locker *kvrouting.Locker
+	dir    *LocalDirectory
+	stores map[string]map[string]*store.Store // region → service → store
+	client *Client
+}
+
+func testLockConfig() kvrouting.LockConfig {
+	return kvrouting.LockConfig{
+		PreLockLease: time.Hour, HardDeleteLease: 30 * time.Second, WriteLease: 5 * time.Second,
+		MaxLease: 2 * time.Hour, SecondaryLease: time.Hour, ConvergenceDelay: 100 * time.Millisecond,
+		ClockSkew: 50 * time.Millisecond,
+	}
+}
+
+func mustEnv(tb testing.TB, lockMod ...func(*kvrouting.LockConfig)) *env {
+	tb.Helper()
+	srv := cnats.RunServer(tb)
+	nc, js := cnats.MustConnect(tb, srv.ClientURL())
+	ctx := context.Background()
+	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Replicas: 1}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := Provision(ctx, js, StreamConfig{}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := Provision(ctx, js, StreamConfig{}); err != nil { // idempotent
+		tb.Fatal(err)
+	}
+	rs, err := kvrouting.NewStore(ctx, nc, js, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lc := testLockConfig()
+	for _, m := range lockMod {
+		m(&lc)
+	}
+	lk, err := kvrouting.NewLocker(rs, lc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &env{t: tb, nc: nc, js: js, locker: lk, dir: NewLocalDirectory(), stores: map[string]map[string]*store.Store{}, client: NewClient(nc, js)}
+	for _, region := range []string{"us", "eu"} {
+		e.stores[region] = map[string]*store.Store{}
+		for _, svc := range testServices {
+			st, err := store.Open(store.Options{FS: vfs.NewMem(), SliceWidth: time.Minute})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { _ = st.Close() })
+			e.stores[region][svc] = st
+			e.dir.Add(region, services.NewStoreParticipant(svc, st, services.StoreParticipantOptions{}))
+		}
+	}
+	return e
+}
+
+func (e *env) config() Config {
+	return Config{
+		Locker: e.locker, Directory: e.dir,
+		ConvergenceBuffer: 50 * time.Millisecond, ReplicationBound: 100 * time.Millisecond,
+		RenewMargin: 5 * time.Second, AckWait: 2 * time.Second, RetryBackoff: 50 * time.Millisecond,
+		RescheduleBackoff: 200 * time.Millisecond, CleanupWindow: time.Hour, PageLimit: 7,
+		TenantPoll: 100 * time.Millisecond, StepTimeout: 10 * time.Second,
+	}
+}
+
+// startWorker runs a worker until the test ends (or it is closed).
+func (e *env) startWorker(cfg Config) *Worker {
+	e.t.Helper()
+	w, err := NewWorker(e.nc, e.js, cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	go func() {
+		if err := w.Run(context.Background()); err != nil {
+			e.t.Errorf("worker: %v", err)
+		}
+	}()
+	e.t.Cleanup(func() { _ = w.Close() })
+	return w
+}
+
+// seed registers res at us and writes n records per service.
+func (e *env) seed(res string, n int, refs ...string) {
+	e.t.Helper()
+	r, err := kvrouting.ParseResource(res)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.locker.Register(context.Background(), r, "us"); err != nil {
+		e.t.Fatal(err)
+	}
+	base := time.Now().Add(-time.Hour).UnixNano()
+	for _, svc := range testServices {
+		for i := range n {
+			rec := store.Record{ID: fmt.Sprintf("%s-%d", svc, i), Kind: "msg", CreatedAt: base + int64(i)*int64(10*time.Second),
+				Data: []byte(fmt.Sprintf("%s %s %d", res, svc, i))}
+			if i == 0 && svc == "messages" {
+				rec.Refs = refs
+			}
+			if _, err := e.stores["us"][svc].Put(res, rec, true); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+}
+
+// waitDone polls a migration until it is terminal.
+func (e *env) waitDone(id string, timeout time.Duration) *events.State {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st, _, err := Load(context.Background(), e.nc, id)
+		if err == nil && st.Status.Terminal() {
+			return st
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			e.t.Fatalf("load %s: %v", id, err)
+		}
+		if time.Now().After(deadline) {
+			phase := "none"
+			if st != nil {
+				phase = string(st.Phase) + " " + st.Reason + " abort=" + st.Abort
+			}
+			e.t.Fatalf("migration %s not done within %s (phase %s)", id, timeout, phase)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (e *env) history(id string) []*events.Envelope {
+	e.t.Helper()
+	h, err := History(context.Background(), e.js, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return h
+}
+
+func countType(h []*events.Envelope, typ string) int {
+	n := 0
+	for _, ev := range h {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *env) doc(res string) *kvrouting.Document {
+	e.t.Helper()
+	r, _ := kvrouting.ParseResource(res)
+	d, err := e.locker.Get(context.Background(), r)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+// assertMigrated checks data equality, routing at target without a lock,
+// and the old location locked secondary and write-fenced.
+func (e *env) assertMigrated(res string) {
+	e.t.Helper()
+	for _, svc := range testServices {
+		s, err := e.stores["us"][svc].Digests(res)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		d, err := e.stores["eu"][svc].Digests(res)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(s) == 0 || fmt.Sprint(s) != fmt.Sprint(d) {
+			e.t.Fatalf("%s %s digests differ: us %v eu %v", res, svc, s, d)
+		}
+		f, err := e.stores["us"][svc].GetFence(res)
+		if err != nil || f.Level != store.FenceWrite {
+			e.t.Fatalf("%s %s source fence %v %v, want write", res, svc, f.Level, err)
+		}
+	}
+	doc := e.doc(res)
+	if doc.Primary.Region != "eu" || !doc.Primary.Lock.IsZero() {
+		e.t.Fatalf("routing: primary %+v", doc.Primary)
+	}
+	if doc.Secondary == nil || doc.Secondary.Region != "us" || doc.Secondary.Lock.Type != kvrouting.LockSecondary {
+		e.t.Fatalf("routing: secondary %+v", doc.Secondary)
+	}
+}
+
+// assertFold checks Fold(all events) == the state the last event carries.
+func assertFold(tb testing.TB, h []*events.Envelope) {
+	tb.Helper()
+	got, err := msgpack.Marshal(Fold(h))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	want, err := msgpack.Marshal(h[len(h)-1].State)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		tb.Fatalf("Fold(events) != last state:\n%+v\n%+v", Fold(h), h[len(h)-1].State)
+	}
+}
+
+// flaky wraps a participant with hooks (hand-written fake with function
+// fields).
+type flaky struct {
+	services.Participant
+	mu       sync.Mutex
+	onExport func(req services.ExportRequest) error
+	onImport func(p *services.Page) error
+}
+
+func (f *flaky) Export(ctx context.Context, req services.ExportRequest) (services.Page, error) {
+	f.mu.Lock()
+	hook := f.onExport
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(req); err != nil {
+			return services.Page{}, err
+		}
+	}
+	return f.Participant.Export(ctx, req)
+}
+
+func (f *flaky) Import(ctx context.Context, p services.Page) (services.ImportResult, error) {
+	f.mu.Lock()
+	hook := f.onImport
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(&p); err != nil {
+			return services.ImportResult{}, err
+		}
+	}
+	return f.Participant.Import(ctx, p)
+}

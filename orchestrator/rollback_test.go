@@ -1,0 +1,160 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/store"
+)
+
+// wrap replaces region's participant of svc with a flaky wrapper.
+func (e *env) wrap(region, svc string) *flaky {
+	f := &flaky{Participant: services.NewStoreParticipant(svc, e.stores[region][svc], services.StoreParticipantOptions{})}
+	e.dir.Add(region, f)
+	return f
+}
+
+// A delta export slower than the (never extended) write lease aborts the
+// attempt: rollback with the source authoritative, then a fresh attempt
+// with a fresh token succeeds (paper 001 §4.1.3).
+func TestWriteLockExpiryRollsBackAndRetries(t *testing.T) {
+	e := mustEnv(t, func(c *kvrouting.LockConfig) { c.WriteLease = 500 * time.Millisecond })
+	e.seed("conv/slow", 10)
+	f := e.wrap("us", "messages")
+	var slowed atomic.Bool
+	f.onExport = func(req services.ExportRequest) error {
+		if req.Mode == services.Delta && slowed.CompareAndSwap(false, true) {
+			time.Sleep(700 * time.Millisecond)
+		}
+		return nil
+	}
+	e.startWorker(e.config())
+	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/slow", Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitDone(id, 30*time.Second)
+	if st.Status != events.StatusCompleted || st.Attempt != 2 {
+		t.Fatalf("status %s attempt %d (%s)", st.Status, st.Attempt, st.Reason)
+	}
+	h := e.history(id)
+	var rb *events.RolledBack
+	tokens := map[string]bool{}
+	for _, ev := range h {
+		tokens[ev.State.Token] = true
+		if b, ok := ev.Body.(events.RolledBack); ok {
+			rb = &b
+		}
+	}
+	if rb == nil || rb.Reason != "write lock expired" {
+		t.Fatalf("rollback %+v", rb)
+	}
+	if len(tokens) != 2 {
+		t.Fatalf("%d tokens, want a fresh one for the retry", len(tokens))
+	}
+	if countType(h, events.TypeSwapped) != 1 || countType(h, events.TypeRescheduled) != 1 {
+		t.Fatal("want one swap and one reschedule")
+	}
+	e.assertMigrated("conv/slow")
+	assertFold(t, h)
+}
+
+// A target that loses a record fails validation: rollback, no cutover,
+// the source keeps the data and takes writes again (paper 001 §5.3).
+func TestValidationFailureRollsBack(t *testing.T) {
+	e := mustEnv(t)
+	e.seed("conv/bad", 10)
+	f := e.wrap("eu", "reactions")
+	f.onImport = func(p *services.Page) error {
+		if len(p.Records) > 0 {
+			p.Records = p.Records[1:] // drop a record on every import
+		}
+		return nil
+	}
+	cfg := e.config()
+	cfg.MaxAttempts = 2
+	e.startWorker(cfg)
+	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/bad", Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitDone(id, 30*time.Second)
+	if st.Status != events.StatusFailed || !strings.Contains(st.Reason, "validation failed") {
+		t.Fatalf("status %s: %s", st.Status, st.Reason)
+	}
+	h := e.history(id)
+	if countType(h, events.TypeSwapped) != 0 || countType(h, events.TypeRolledBack) != 2 {
+		t.Fatalf("swaps %d rollbacks %d", countType(h, events.TypeSwapped), countType(h, events.TypeRolledBack))
+	}
+	doc := e.doc("conv/bad")
+	if doc.Primary.Region != "us" || !doc.Primary.Lock.IsZero() || doc.Secondary != nil {
+		t.Fatalf("routing after rollback: %+v %+v", doc.Primary, doc.Secondary)
+	}
+	for _, svc := range testServices {
+		if live, _, _ := e.stores["eu"][svc].Count("conv/bad"); live != 0 {
+			t.Fatalf("target %s not cleaned: %d", svc, live)
+		}
+		if live, _, _ := e.stores["us"][svc].Count("conv/bad"); live != 10 {
+			t.Fatalf("source %s has %d", svc, live)
+		}
+		// The fence is gone: the source takes writes again.
+		if _, err := e.stores["us"][svc].Put("conv/bad", store.Record{ID: "after", Data: []byte("x")}, true); err != nil {
+			t.Fatalf("write after rollback: %v", err)
+		}
+	}
+	assertFold(t, h)
+}
+
+// Three transient failures in one phase roll back (paper 001 §3.5); a
+// cancel stops the migration for good.
+func TestTransientFailuresAndCancel(t *testing.T) {
+	e := mustEnv(t)
+	e.seed("conv/flaky", 5)
+	f := e.wrap("us", "messages")
+	f.onExport = func(services.ExportRequest) error { return errors.New("throttled") }
+	cfg := e.config()
+	cfg.RescheduleBackoff = time.Hour // the cancel arrives during the backoff
+	e.startWorker(cfg)
+	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/flaky", Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, _, err := Load(context.Background(), e.nc, id)
+		if err == nil && st.Attempt == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no reschedule")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := e.client.Cancel(context.Background(), id, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitDone(id, 20*time.Second)
+	if st.Status != events.StatusFailed || !strings.Contains(st.Reason, "cancelled") {
+		t.Fatalf("status %s: %s", st.Status, st.Reason)
+	}
+	h := e.history(id)
+	var first *events.RolledBack
+	for _, ev := range h {
+		if b, ok := ev.Body.(events.RolledBack); ok && first == nil {
+			first = &b
+		}
+	}
+	if first == nil || !strings.Contains(first.Reason, "3 transient failures") || first.Phase != events.PhaseHistorical {
+		t.Fatalf("first rollback %+v", first)
+	}
+	if countType(h, events.TypeStepFailed) != 3 {
+		t.Fatalf("%d StepFailed", countType(h, events.TypeStepFailed))
+	}
+}

@@ -1,0 +1,175 @@
+package orchestrator
+
+import (
+	"slices"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/services/store"
+)
+
+// Fold replays a migration's events from the first and returns its state;
+// nil for no events. Fold(all events) equals the State carried by the last
+// event (state-carrying events).
+func Fold(evs []*events.Envelope) *events.State {
+	var s *events.State
+	for _, e := range evs {
+		s = Apply(s, e)
+	}
+	return s
+}
+
+// Apply returns the state after e. s is not modified (nil is the empty
+// state). Apply is pure: time comes from the envelope only.
+func Apply(s *events.State, e *events.Envelope) *events.State {
+	var n *events.State
+	if s == nil {
+		n = &events.State{ID: e.MigrationID, Status: events.StatusActive}
+	} else {
+		n = s.Clone()
+	}
+	n.Events++
+	at := e.Time.UTC()
+	prev := n.Phase
+	switch b := e.Body.(type) {
+	case events.Requested:
+		n.Resource, n.Target, n.Parent, n.Tenant = b.Resource, b.Target, b.Parent, b.Tenant
+		n.Attempt, n.MaxAttempts, n.Token = b.Attempt, b.MaxAttempts, b.Token
+		n.Phase, n.Status = events.PhaseRequested, events.StatusActive
+		n.RequestedAt, n.AttemptAt = at, at
+	case events.PreLocked:
+		n.Source, n.WaitUntil, n.LockExpiry = b.Source, b.WaitUntil.UTC(), b.Expiry.UTC()
+		n.Phase, n.PreLockedAt = events.PhasePreLocked, at
+	case events.Converged:
+		n.Phase, n.ConvergedAt, n.WaitUntil = events.PhaseConverged, at, at
+	case events.Dropped:
+		n.Phase, n.Status, n.Reason, n.EndedAt = events.PhaseDone, events.StatusDropped, b.Reason, at
+	case events.HardDeleteLocked:
+		n.Phase, n.HardDeleteAt, n.LockExpiry = events.PhaseHardDeleteLocked, at, b.Expiry.UTC()
+	case events.Fenced:
+		switch {
+		case b.PostSwap:
+		case b.Level == uint8(store.FenceHardDelete): // hard-delete fence: the historical copy starts
+			n.Phase = events.PhaseHistorical
+			n.Services = nil
+			for _, svc := range b.Services {
+				n.Services = append(n.Services, events.ServiceProgress{Service: svc})
+			}
+		default: // write fence: the delta starts
+			n.Phase = events.PhaseDelta
+		}
+	case events.PageCopied:
+		if p := n.Service(b.Service); p != nil {
+			p.Started, p.SyncToken, p.Cursor, p.HistoricalDone = true, b.SyncToken, b.Next, !b.More
+			p.Pages++
+			p.Records += b.Count
+		}
+		addPending(n, b.Dependents)
+	case events.Renewed:
+		n.LockExpiry = b.Expiry.UTC()
+	case events.WriteLocked:
+		n.Phase, n.WriteLockedAt, n.LockExpiry = events.PhaseWriteLocked, at, b.Expiry.UTC()
+	case events.DeltaCopied:
+		if p := n.Service(b.Service); p != nil {
+			p.DeltaCursor, p.DeltaDone = b.Next, !b.More
+			p.Pages++
+			p.Records += b.Count
+		}
+		addPending(n, b.Dependents)
+	case events.Validated:
+		if b.OK {
+			n.Phase = events.PhaseValidated
+		} else if n.Abort == "" {
+			n.Abort = "validation failed: " + b.Detail
+		}
+	case events.Swapped:
+		n.Phase, n.SwappedAt, n.LockExpiry = events.PhaseSwapped, at, zeroTime
+	case events.CleanupScheduled:
+		n.Phase, n.CleanupAt = events.PhaseCleanupScheduled, b.At.UTC()
+	case events.Completed:
+		f := b.Figures
+		n.Phase, n.Status, n.Figures, n.EndedAt = events.PhaseDone, events.StatusCompleted, &f, at
+	case events.CleanedUp:
+		n.SourceCleaned = true
+	case events.StepFailed:
+		n.Failures++
+		n.Reason = b.Error
+	case events.RolledBack:
+		n.Phase, n.Reason, n.Abort = events.PhaseRolledBack, b.Reason, ""
+		n.PendingChildren = nil
+	case events.Rescheduled:
+		n.Attempt, n.Token, n.WaitUntil = b.Attempt, b.Token, b.At.UTC()
+		n.Phase, n.AttemptAt = events.PhaseRequested, at
+		n.Services, n.Source, n.LockExpiry = nil, "", at
+		n.PreLockedAt, n.ConvergedAt, n.HardDeleteAt, n.WriteLockedAt = zeroTime, zeroTime, zeroTime, zeroTime
+	case events.Failed:
+		n.Phase, n.Status, n.Reason, n.EndedAt = events.PhaseDone, events.StatusFailed, b.Reason, at
+	case events.ChildStarted:
+		n.PendingChildren = slices.DeleteFunc(n.PendingChildren, func(r string) bool { return r == b.Resource })
+		if !slices.Contains(n.Children, b.Resource) {
+			n.Children = append(n.Children, b.Resource)
+		}
+	case events.CancelRequested:
+		if !n.Status.Terminal() {
+			n.Cancelled = true
+			if n.Abort == "" {
+				n.Abort = "cancelled"
+				if b.Reason != "" {
+					n.Abort += ": " + b.Reason
+				}
+			}
+		}
+	case events.ForceReleased:
+		if !n.Status.Terminal() && n.Phase != events.PhaseSwapped && n.Phase != events.PhaseCleanupScheduled {
+			n.Cancelled = true
+			if n.Abort == "" {
+				n.Abort = "force-released"
+			}
+		}
+	case events.TenantStarted:
+		n.Phase, n.Status, n.Tenant, n.Target = events.PhaseTenant, events.StatusActive, b.Tenant, b.Target
+		n.RequestedAt, n.AttemptAt, n.Attempt = at, at, 1
+		n.Fanout = &events.TenantState{Tenant: b.Tenant, Target: b.Target, Resources: slices.Clone(b.Resources), Concurrency: b.Concurrency}
+	case events.TenantProgress:
+		if f := n.Fanout; f != nil {
+			if b.Started != "" {
+				f.Next++
+				f.Active = append(f.Active, events.TenantChild{Resource: b.Started, MigrationID: b.StartedID})
+				for len(f.LastStart) <= b.Partition {
+					f.LastStart = append(f.LastStart, zeroTime)
+				}
+				f.LastStart[b.Partition] = at
+			}
+			if b.Finished != "" {
+				i := slices.IndexFunc(f.Active, func(c events.TenantChild) bool { return c.Resource == b.Finished })
+				if i >= 0 {
+					f.Active = slices.Delete(f.Active, i, i+1)
+					switch b.Outcome {
+					case events.StatusCompleted:
+						f.Completed++
+					case events.StatusDropped:
+						f.Dropped++
+					default:
+						f.Failed++
+					}
+				}
+			}
+		}
+	}
+	if n.Phase != prev {
+		n.Failures = 0
+	}
+	return n
+}
+
+var zeroTime time.Time
+
+// addPending queues dependents for child migrations (paper 001 Algorithm 1
+// line 9), each once.
+func addPending(n *events.State, deps []string) {
+	for _, d := range deps {
+		if !slices.Contains(n.Children, d) && !slices.Contains(n.PendingChildren, d) && d != n.Resource {
+			n.PendingChildren = append(n.PendingChildren, d)
+		}
+	}
+}

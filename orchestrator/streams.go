@@ -1,0 +1,45 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cutover/cutover/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StreamConfig configures Provision.
+type StreamConfig struct {
+	// Replicas of each stream (0 means 1). Use 3 in a cluster
+	// (DESIGN.md "Durability and hazards").
+	Replicas int
+	// Memory stores the streams in memory (tests only).
+	Memory bool
+}
+
+// Provision creates or updates the three migration streams; it is
+// idempotent. MIGRATION_EVENTS never discards an acknowledged event (no
+// limits, no deletes, no purges); the two others are work queues.
+// Errors: the JetStream API's.
+func Provision(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	r := max(cfg.Replicas, 1)
+	storage := jetstream.FileStorage
+	if cfg.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	for _, sc := range []jetstream.StreamConfig{
+		{Name: events.CommandStream, Subjects: []string{events.CommandPrefix + ">"}, Retention: jetstream.WorkQueuePolicy,
+			Storage: storage, Replicas: r},
+		{Name: events.EventStream, Subjects: []string{events.EventPrefix + ">"}, Retention: jetstream.LimitsPolicy,
+			Storage: storage, Replicas: r, Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true},
+		{Name: events.WorkStream, Subjects: []string{events.WorkPrefix + ">"}, Retention: jetstream.WorkQueuePolicy,
+			Storage: storage, Replicas: r},
+	} {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("orchestrator: provision %s: %w", sc.Name, err)
+		}
+	}
+	return nil
+}

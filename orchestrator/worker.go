@@ -1,0 +1,278 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/run"
+)
+
+// Durable consumer names shared by every worker.
+const (
+	CommandConsumer = "orchestrator-commands"
+	WorkConsumer    = "orchestrator-work"
+)
+
+// Worker consumes commands and drives migrations. Many workers share the
+// durable consumers; any worker resumes any migration. Run blocks; Close
+// stops it. Safe for use by one Run caller and any Close callers.
+type Worker struct {
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	cfg  Config
+	skew time.Duration
+	log  *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+// NewWorker returns a worker; the streams must exist (Provision). Errors:
+// ErrInvalid for a bad config.
+func NewWorker(nc *nats.Conn, js jetstream.JetStream, cfg Config) (*Worker, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Worker{nc: nc, js: js, cfg: cfg, skew: cfg.Locker.Config().ClockSkew, log: cfg.Logger,
+		ctx: ctx, cancel: cancel, done: make(chan struct{})}, nil
+}
+
+// Done is closed when Run has returned.
+func (w *Worker) Done() <-chan struct{} { return w.done }
+
+// Close stops the worker and waits for Run to return. In-flight work is
+// negatively acknowledged so another worker takes it at once.
+func (w *Worker) Close() error {
+	w.cancel()
+	w.once.Do(func() { close(w.done) }) // Run never started: nothing to wait for
+	select {
+	case <-w.done:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("orchestrator: worker did not stop within 10s")
+	}
+	return nil
+}
+
+// Run consumes commands and work until ctx ends or Close is called. The
+// command consumer and the work consumer are oklog/run actors: the first to
+// fail stops the other. It returns nil on a clean stop.
+func (w *Worker) Run(ctx context.Context) error {
+	started := false
+	w.once.Do(func() { started = true })
+	if !started {
+		return ErrClosed
+	}
+	defer close(w.done)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-w.ctx.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	cmds, err := w.js.CreateOrUpdateConsumer(ctx, events.CommandStream, jetstream.ConsumerConfig{
+		Durable: CommandConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: w.cfg.AckWait, MaxDeliver: -1,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // closed while starting
+		}
+		return fmt.Errorf("orchestrator: command consumer: %w", err)
+	}
+	work, err := w.js.CreateOrUpdateConsumer(ctx, events.WorkStream, jetstream.ConsumerConfig{
+		Durable: WorkConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: w.cfg.AckWait, MaxDeliver: -1,
+		MaxAckPending: 100_000,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("orchestrator: work consumer: %w", err)
+	}
+	var g run.Group
+	g.Add(w.consumeActor(ctx, cmds, w.handleCommand), func(error) { cancel() })
+	g.Add(w.consumeActor(ctx, work, w.drive), func(error) { cancel() })
+	err = g.Run()
+	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// consumeActor consumes c, handling up to Parallel messages at once, until
+// ctx ends.
+func (w *Worker) consumeActor(ctx context.Context, c jetstream.Consumer, handle func(context.Context, jetstream.Msg)) func() error {
+	return func() error {
+		sem := make(chan struct{}, w.cfg.Parallel)
+		var wg sync.WaitGroup
+		cc, err := c.Consume(func(m jetstream.Msg) {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				_ = m.Nak()
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				handle(ctx, m)
+			}()
+		}, jetstream.PullMaxMessages(w.cfg.Parallel))
+		if err != nil {
+			return err
+		}
+		<-ctx.Done()
+		cc.Stop()
+		wg.Wait()
+		return ctx.Err()
+	}
+}
+
+// handleCommand applies one command. Commands are acknowledged once their
+// effect is durable; a redelivered command is deduplicated by Msg-Id and by
+// the expected-sequence append.
+func (w *Worker) handleCommand(ctx context.Context, m jetstream.Msg) {
+	env, err := events.Decode(m.Data())
+	if err != nil {
+		w.log.Warn("dropping undecodable command", "subject", m.Subject(), "err", err)
+		_ = m.Term()
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
+	defer cancel()
+	switch b := env.Body.(type) {
+	case events.Start:
+		err = w.start(sctx, env, b)
+	case events.StartTenant:
+		err = w.startTenant(sctx, env, b)
+	case events.Cancel:
+		err = w.mutateState(sctx, b.MigrationID, env.ID, events.CancelRequested{Reason: b.Reason})
+		if errors.Is(err, ErrNotFound) {
+			err = nil
+		}
+	case events.ForceRelease:
+		err = w.forceRelease(sctx, env, b)
+	default:
+		err = fmt.Errorf("%w: %s is not a command", ErrInvalid, env.Type)
+	}
+	switch {
+	case err == nil:
+		_ = m.Ack()
+	case errors.Is(err, ErrInvalid):
+		w.log.Warn("dropping invalid command", "type", env.Type, "err", err)
+		_ = m.Term()
+	case ctx.Err() != nil:
+		_ = m.Nak()
+	default:
+		w.log.Warn("command failed; will retry", "type", env.Type, "err", err)
+		_ = m.NakWithDelay(w.cfg.RetryBackoff)
+	}
+}
+
+// start creates a migration: Requested (with the freshly generated token,
+// persisted BEFORE any lock is attempted) then its work message.
+func (w *Worker) start(ctx context.Context, env *events.Envelope, b events.Start) error {
+	if _, err := kvrouting.ParseResource(b.Resource); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	id := b.MigrationID
+	if id == "" {
+		id = startID(env.ID, b)
+	}
+	if !events.ValidID(id) || b.Target == "" {
+		return fmt.Errorf("%w: migration id %q, target %q", ErrInvalid, id, b.Target)
+	}
+	attempt := max(b.Attempt, 1)
+	body := events.Requested{Resource: b.Resource, Target: b.Target, Parent: b.Parent, Tenant: b.Tenant,
+		Attempt: attempt, MaxAttempts: max(w.cfg.MaxAttempts, attempt), Token: string(kvrouting.NewToken())}
+	return w.create(ctx, id, env.ID, body)
+}
+
+// create appends the first event of an aggregate (expected last subject
+// sequence 0) and publishes its work message. An aggregate that already
+// exists is not an error: its work message is (re)published, which is
+// harmless (a duplicate driver loses every append race).
+func (w *Worker) create(ctx context.Context, id, cause string, body events.Body) error {
+	_, _, err := appendTo(ctx, w.js, id, nil, 0, body, cause, w.cfg.Clock(), id+"-created")
+	if err != nil && !errors.Is(err, ErrConflict) {
+		return err
+	}
+	msg := nats.NewMsg(events.WorkSubject(id))
+	msg.Data = []byte(id)
+	_, err = publishRetry(ctx, w.js, msg, jetstream.WithMsgID(id+"-work"))
+	return err
+}
+
+// mutateState appends body to a migration on behalf of a command,
+// re-reading and retrying when a worker advances it concurrently.
+func (w *Worker) mutateState(ctx context.Context, id, cause string, body events.Body) error {
+	for {
+		st, seq, err := Load(ctx, w.nc, id)
+		if err != nil {
+			return err
+		}
+		if st.Status.Terminal() {
+			return nil
+		}
+		_, _, err = appendEvent(ctx, w.js, st, seq, body, cause, w.cfg.Clock())
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		// Nudge: the migration's own work message may be parked on a long
+		// timer; a second driver is harmless (it loses every append race).
+		msg := nats.NewMsg(events.WorkSubject(id))
+		msg.Data = []byte(id)
+		_, err = publishRetry(ctx, w.js, msg, jetstream.WithMsgID(id+"-nudge-"+cause))
+		return err
+	}
+}
+
+// forceRelease clears a stuck lock without its token (paper 000 §8) and
+// records the audit event on the migration that held it.
+func (w *Worker) forceRelease(ctx context.Context, env *events.Envelope, b events.ForceRelease) error {
+	res, err := kvrouting.ParseResource(b.Resource)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	doc, err := w.cfg.Locker.Get(ctx, res)
+	if err != nil {
+		return err
+	}
+	if _, err := w.cfg.Locker.ForceRelease(ctx, res, b.Approvers); err != nil {
+		if errors.Is(err, kvrouting.ErrApprovals) {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		return err
+	}
+	ev := events.ForceReleased{Resource: b.Resource, Approvers: b.Approvers, Reason: b.Reason}
+	if doc.MigrationID != "" {
+		if err := w.mutateState(ctx, doc.MigrationID, env.ID, ev); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		return nil
+	}
+	// No migration held it: audit on an admin aggregate of its own.
+	_, _, err = appendTo(ctx, w.js, DeriveID("force", env.ID), nil, 0, ev, env.ID, w.cfg.Clock(), env.ID)
+	if errors.Is(err, ErrConflict) {
+		return nil
+	}
+	return err
+}
