@@ -212,7 +212,10 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		if o, ok := w.startChild(ctx, st); ok {
 			return o
 		}
-		if st.LockExpiry.Sub(now) < w.cfg.RenewMargin {
+		// The margin never exceeds a third of the lease: a margin longer than
+		// the lease would renew on every step.
+		margin := min(w.cfg.RenewMargin, w.cfg.Locker.Config().HardDeleteLease/3)
+		if st.LockExpiry.Sub(now) < margin {
 			// paper 001 §5.2: extend the hard-delete lock (and the pre-lock)
 			// before it expires; the fence follows it.
 			d, err := w.cfg.Locker.Renew(ctx, res, tok, nil)

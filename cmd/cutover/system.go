@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/orchestrator"
+	"github.com/cutover/cutover/projector"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
@@ -45,6 +47,9 @@ type systemConfig struct {
 	ClockSkew        time.Duration
 	Locks            kvrouting.LockConfig
 	ServiceSecret    string
+	// Orchestrator settings (dev values when zero: see ensureDefaults).
+	Orchestrator orchestrator.Config
+	Workers      int
 	InMemory         bool
 	Logger           *slog.Logger
 }
@@ -76,6 +81,38 @@ func (c *systemConfig) ensureDefaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if c.Workers == 0 {
+		c.Workers = 2
+	}
+	o := &c.Orchestrator
+	if o.ConvergenceBuffer == 0 {
+		o.ConvergenceBuffer = 100 * time.Millisecond
+	}
+	if o.ReplicationBound == 0 {
+		o.ReplicationBound = c.ReplicationBound
+	}
+	if o.CleanupWindow == 0 {
+		o.CleanupWindow = time.Minute
+	}
+	if o.RetryBackoff == 0 {
+		o.RetryBackoff = 200 * time.Millisecond
+	}
+	if o.RescheduleBackoff == 0 {
+		o.RescheduleBackoff = time.Second
+	}
+	if o.AckWait == 0 {
+		o.AckWait = 5 * time.Second
+	}
+	if o.TenantPoll == 0 {
+		o.TenantPoll = 100 * time.Millisecond
+	}
+	if o.Parallel == 0 {
+		o.Parallel = 64
+	}
+	if c.Locks.PreLockLease == 0 {
+		c.Locks = kvrouting.LockConfig{PreLockLease: 2 * time.Minute, HardDeleteLease: 30 * time.Second,
+			WriteLease: 10 * time.Second, MaxLease: 30 * time.Minute, SecondaryLease: time.Hour}
+	}
 	return nil
 }
 
@@ -92,9 +129,83 @@ type (
 func systemModule(cfg *systemConfig) fx.Option {
 	return fx.Options(
 		fx.Supply(cfg),
-		fx.Provide(provideNATS, provideConn, provideRoutingStore, provideResolvers, provideLocker, provideRegions),
+		fx.Provide(provideNATS, provideConn, provideRoutingStore, provideResolvers, provideLocker, provideRegions, provideMetrics),
 		fx.Invoke(serveContracts),
 	)
+}
+
+// orchestratorModule adds orchestrator workers (the phase engine) and the
+// projector.
+func orchestratorModule() fx.Option {
+	return fx.Options(fx.Provide(provideDirectory, provideWorkers, provideProjector, provideOrchClient),
+		fx.Invoke(func([]*orchestrator.Worker, *projector.Projector) {}))
+}
+
+func provideDirectory(cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream, hs *httpServer) *natsDirectory {
+	return newNATSDirectory(nc, js, func() string {
+		if hs == nil || hs.addr == "" {
+			return ""
+		}
+		return "http://" + hs.addr
+	}, cfg.ServiceSecret)
+}
+
+func provideOrchClient(nc *nats.Conn, js jetstream.JetStream) *orchestrator.Client {
+	return orchestrator.NewClient(nc, js)
+}
+
+// provideWorkers starts cfg.Workers workers; each runs until stop.
+func provideWorkers(lc fx.Lifecycle, cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir *natsDirectory) ([]*orchestrator.Worker, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	replicas := 1
+	if cfg.Cluster > 1 || cfg.NATSURL != "" {
+		replicas = 3
+	}
+	if err := orchestrator.Provision(ctx, js, orchestrator.StreamConfig{Replicas: replicas}); err != nil {
+		return nil, fmt.Errorf("provision orchestrator streams: %w", err)
+	}
+	var ws []*orchestrator.Worker
+	for i := 0; i < cfg.Workers; i++ {
+		oc := cfg.Orchestrator
+		oc.Locker, oc.Directory, oc.Logger = lk, dir, cfg.Logger
+		w, err := orchestrator.NewWorker(nc, js, oc)
+		if err != nil {
+			return nil, err
+		}
+		ws = append(ws, w)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			for _, w := range ws {
+				go func() { _ = w.Run(runCtx) }()
+			}
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			stop()
+			var errs []error
+			for _, w := range ws {
+				errs = append(errs, w.Close())
+			}
+			return errors.Join(errs...)
+		},
+	})
+	return ws, nil
+}
+
+func provideProjector(lc fx.Lifecycle, cfg *systemConfig, js jetstream.JetStream) *projector.Projector {
+	p := projector.New(js, cfg.Logger)
+	runCtx, stop := context.WithCancel(context.Background())
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			go func() { _ = p.Run(runCtx) }()
+			return nil
+		},
+		OnStop: func(context.Context) error { stop(); return p.Close() },
+	})
+	return p
 }
 
 // apiModule adds the user-facing HTTP API.
@@ -260,9 +371,12 @@ func provideAPI(cfg *systemConfig, regions regionMap, rs resolverMap, lk *kvrout
 // httpServer is the running HTTP listener (its address once started).
 type httpServer struct{ addr string }
 
-func serveHTTP(lc fx.Lifecycle, cfg *systemConfig, h *api.Server) *httpServer {
+func serveHTTP(lc fx.Lifecycle, cfg *systemConfig, h *api.Server, m *metrics) *httpServer {
 	hs := &httpServer{}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	mux.Handle("/", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			addr := cfg.HTTPAddr
