@@ -68,7 +68,7 @@ func TestDemoSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
-	code, out, errs := run(t, "demo", "--resources", "40", "--clients", "2")
+	code, out, errs := run(t, "demo", "--conversations", "8", "--big", "300", "--clients", "3")
 	if code != 0 || !strings.Contains(out, "OK:") {
 		t.Fatalf("demo exit %d\n%s\n%s", code, out, errs)
 	}

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/kvrouting"
+	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
-	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/contractnats"
@@ -50,8 +50,8 @@ type systemConfig struct {
 	// Orchestrator settings (dev values when zero: see ensureDefaults).
 	Orchestrator orchestrator.Config
 	Workers      int
-	InMemory         bool
-	Logger           *slog.Logger
+	InMemory     bool
+	Logger       *slog.Logger
 }
 
 func (c *systemConfig) ensureDefaults() error {
@@ -156,14 +156,23 @@ func provideOrchClient(nc *nats.Conn, js jetstream.JetStream) *orchestrator.Clie
 
 // provideWorkers starts cfg.Workers workers; each runs until stop.
 func provideWorkers(lc fx.Lifecycle, cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir *natsDirectory) ([]*orchestrator.Worker, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	replicas := 1
 	if cfg.Cluster > 1 || cfg.NATSURL != "" {
 		replicas = 3
 	}
-	if err := orchestrator.Provision(ctx, js, orchestrator.StreamConfig{Replicas: replicas}); err != nil {
-		return nil, fmt.Errorf("provision orchestrator streams: %w", err)
+	// A just-formed cluster occasionally lets a stream create time out while
+	// it places the replicas; creation is idempotent, so try again.
+	var perr error
+	for attempt := 0; attempt < 3; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		perr = orchestrator.Provision(ctx, js, orchestrator.StreamConfig{Replicas: replicas})
+		cancel()
+		if perr == nil {
+			break
+		}
+	}
+	if perr != nil {
+		return nil, fmt.Errorf("provision orchestrator streams: %w", perr)
 	}
 	var ws []*orchestrator.Worker
 	for i := 0; i < cfg.Workers; i++ {
@@ -404,4 +413,3 @@ func sortedRegions(m regionMap) []string {
 	slices.Sort(names)
 	return names
 }
-
