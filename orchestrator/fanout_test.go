@@ -45,7 +45,7 @@ func TestChildMigration(t *testing.T) {
 // A tenant fan-out starts one migration per resource, at most Concurrency
 // at a time, rate-limited per partition, and reports progress.
 func TestTenantFanout(t *testing.T) {
-	const n = 50
+	const n = 200
 	e := mustEnv(t)
 	var resources []string
 	for i := range n {
