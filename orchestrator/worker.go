@@ -267,9 +267,10 @@ func (w *Worker) forceRelease(ctx context.Context, env *events.Envelope, b event
 		if err := w.mutateState(ctx, doc.MigrationID, env.ID, ev); err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		return nil
 	}
-	// No migration held it: audit on an admin aggregate of its own.
+	// Always also audit on an admin aggregate of its own: the migration may
+	// be unknown or finished (then mutateState records nothing), and a
+	// force-release must never go unaudited.
 	_, _, err = appendTo(ctx, w.js, DeriveID("force", env.ID), nil, 0, ev, env.ID, w.cfg.Clock(), env.ID)
 	if errors.Is(err, ErrConflict) {
 		return nil

@@ -287,8 +287,9 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (*demoRe
 		proj    *projector.Projector
 		lk      *kvrouting.Locker
 		regions regionMap
+		mets    *metrics
 	)
-	app := newApp(stdout, systemModule(cfg), apiModule(), orchestratorModule(), fx.Populate(&hs, &orch, &proj, &lk, &regions))
+	app := newApp(stdout, systemModule(cfg), apiModule(), orchestratorModule(), metricsModule(true), fx.Populate(&hs, &orch, &proj, &lk, &regions, &mets))
 	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := app.Start(startCtx); err != nil {
@@ -389,6 +390,7 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (*demoRe
 			return nil, err
 		}
 		clients = append(clients, c)
+		mets.WatchClient(u, c.Stats)
 		twg.Add(1)
 		go func(ui int, u string, c *client.Client) {
 			defer twg.Done()

@@ -42,7 +42,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var ep *natsEndpoint
 	var hs *httpServer
-	app := newApp(stdout, systemModule(cfg), apiModule(), orchestratorModule(), fx.Populate(&ep, &hs))
+	app := newApp(stdout, systemModule(cfg), apiModule(), orchestratorModule(), metricsModule(true), fx.Populate(&ep, &hs))
 	if err := app.Err(); err != nil {
 		return err
 	}

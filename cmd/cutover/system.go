@@ -157,7 +157,7 @@ func provideOrchClient(nc *nats.Conn, js jetstream.JetStream) *orchestrator.Clie
 // provideWorkers starts cfg.Workers workers; each runs until stop.
 func provideWorkers(lc fx.Lifecycle, cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir *natsDirectory) ([]*orchestrator.Worker, error) {
 	replicas := 1
-	if cfg.Cluster > 1 || cfg.NATSURL != "" {
+	if cfg.Cluster > 1 {
 		replicas = 3
 	}
 	// A just-formed cluster occasionally lets a stream create time out while
@@ -264,10 +264,7 @@ func provideConn(lc fx.Lifecycle, ep *natsEndpoint) (*nats.Conn, jetstream.JetSt
 func provideRoutingStore(cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream) (*kvrouting.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nodes := cfg.Cluster
-	if cfg.NATSURL != "" {
-		nodes = 3 // an external deployment is assumed to be a cluster; R = min(3, nodes)
-	}
+	nodes := cfg.Cluster // with NATSURL, the caller says how many nodes the deployment has
 	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Nodes: nodes}); err != nil {
 		return nil, fmt.Errorf("provision routing: %w", err)
 	}
@@ -384,7 +381,7 @@ func serveHTTP(lc fx.Lifecycle, cfg *systemConfig, h *api.Server, m *metrics) *h
 	hs := &httpServer{}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
-	mux.Handle("/", h)
+	mux.Handle("/", m.Middleware(h))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {

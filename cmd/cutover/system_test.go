@@ -36,7 +36,7 @@ func startSystem(t *testing.T) *testSystem {
 	}
 	var hs *httpServer
 	ts := &testSystem{}
-	app := newApp(nil, systemModule(cfg), apiModule(), orchestratorModule(), fx.Populate(&hs, &ts.orch, &ts.proj, &ts.lk))
+	app := newApp(nil, systemModule(cfg), apiModule(), orchestratorModule(), metricsModule(true), fx.Populate(&hs, &ts.orch, &ts.proj, &ts.lk))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := app.Start(ctx); err != nil {
