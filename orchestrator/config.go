@@ -90,6 +90,15 @@ type Config struct {
 	// its event is appended; a non-nil error simulates a crash that loses
 	// the event (tests).
 	BeforeAppend func(st *events.State, next events.Body) error
+	// Fencing selects the fencing strategy: FencingProtocol ("", the
+	// default) or a baseline for `cutover bench fence` (strategy.go).
+	Fencing string
+	// NoHolderCache makes every lock transition read the routing document
+	// first instead of using the holder's cached document (bench only:
+	// `cutover bench reads`).
+	NoHolderCache bool
+
+	holder *holderCache // the holder's cached documents (EnsureDefaults)
 }
 
 // EnsureDefaults fills zero fields with the defaults.
@@ -130,6 +139,12 @@ func (c *Config) EnsureDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Fencing == "" {
+		c.Fencing = FencingProtocol
+	}
+	if c.holder == nil {
+		c.holder = processHolders // shared by the workers of one process
+	}
 }
 
 // Validate reports missing or inconsistent settings (after EnsureDefaults)
@@ -147,7 +162,7 @@ func (c *Config) Validate() error {
 	if c.PhaseRetries < 1 || c.MaxAttempts < 1 || c.Parallel < 1 || c.Partitions < 1 {
 		return fmt.Errorf("%w: retries, attempts, parallelism and partitions must be positive", ErrInvalid)
 	}
-	return nil
+	return validFencing(c.Fencing)
 }
 
 // withDefaultTimeout applies DefaultStepTimeout when ctx has no deadline.

@@ -154,6 +154,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		g, err := w.cfg.Locker.PreLock(ctx, res, st.Target, st.ID, kvrouting.WithToken(tok))
 		switch {
 		case err == nil:
+			w.remember(st, g.Doc)
 			until := g.NotBefore.Add(w.cfg.ConvergenceBuffer)
 			if floor := now.Add(w.cfg.ReplicationBound); until.Before(floor) {
 				until = floor // never less than the replication bound
@@ -173,16 +174,27 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 	case events.PhasePreLocked:
 		// Algorithm 1 line 3: a durable wait; a timer that fires early is
 		// re-armed for the remainder ("never less than").
+		if w.cfg.Fencing == FencingReadOnly { // bench baseline: writes refused from the pre-lock on
+			if _, err := w.fence(ctx, st, store.FenceWrite, st.LockExpiry); err != nil {
+				return w.transient(st, err)
+			}
+		}
 		if now.Before(st.WaitUntil) {
 			return waitFor(st.WaitUntil.Sub(now))
 		}
 		return outcome{body: events.Converged{}}
 
 	case events.PhaseConverged:
-		// Re-read the location: drop a resource already at the target.
-		doc, err := w.cfg.Locker.Get(ctx, res)
-		if err != nil {
-			return w.transient(st, err)
+		// Re-read the location: drop a resource already at the target. The
+		// holder's cached document stands in for the read: the escalation's
+		// conditional write proves it current (paper 000 §8).
+		doc := w.cached(st)
+		if doc == nil {
+			d, err := w.cfg.Locker.Get(ctx, res)
+			if err != nil {
+				return w.transient(st, err)
+			}
+			doc = d
 		}
 		if doc.Primary.Region == st.Target {
 			return outcome{body: events.Dropped{Reason: "already at target"}}
@@ -197,12 +209,15 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		if o, bad := w.lockErr(ctx, st, res, err); bad {
 			return o
 		}
+		w.remember(st, d)
 		return outcome{body: events.HardDeleteLocked{Expiry: d.Primary.Lock.Expiry}}
 
 	case events.PhaseHardDeleteLocked:
 		// The backstop: the hard-delete fence at every source endpoint
-		// before the historical export starts (DESIGN.md "Two layers").
-		names, err := w.fence(ctx, st, store.FenceHardDelete, st.LockExpiry)
+		// before the historical export starts (DESIGN.md "Two layers"). A
+		// bench baseline strategy may set the write fence here instead; the
+		// event still records the Phase 2 fence (it starts the historical copy).
+		names, err := w.fence(ctx, st, w.phase2Fence(), st.LockExpiry)
 		if err != nil {
 			return w.transient(st, err)
 		}
@@ -218,12 +233,13 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		if st.LockExpiry.Sub(now) < margin {
 			// paper 001 §5.2: extend the hard-delete lock (and the pre-lock)
 			// before it expires; the fence follows it.
-			d, err := w.cfg.Locker.Renew(ctx, res, tok, nil)
+			d, err := w.cfg.Locker.Renew(ctx, res, tok, w.cached(st))
 			if o, bad := w.lockErr(ctx, st, res, err); bad {
 				return o
 			}
+			w.remember(st, d)
 			if exp := d.Primary.Lock.Expiry; exp.After(st.LockExpiry) {
-				if _, err := w.fence(ctx, st, store.FenceHardDelete, exp); err != nil {
+				if _, err := w.fence(ctx, st, w.phase2Fence(), exp); err != nil {
 					return w.transient(st, err)
 				}
 				return outcome{body: events.Renewed{Expiry: exp}}
@@ -242,10 +258,11 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 			return outcome{body: events.PageCopied{Service: p.Service, Mode: uint8(services.Historical), Cursor: req.Cursor,
 				Next: pi.Next, SyncToken: pi.SyncToken, Count: pi.Count, More: pi.More, Dependents: pi.Dependents}}
 		}
-		d, err := w.cfg.Locker.EscalateWrite(ctx, res, tok, nil) // line 12
+		d, err := w.cfg.Locker.EscalateWrite(ctx, res, tok, w.cached(st)) // line 12
 		if o, bad := w.lockErr(ctx, st, res, err); bad {
 			return o
 		}
+		w.remember(st, d)
 		return outcome{body: events.WriteLocked{Expiry: d.Primary.Lock.Expiry}}
 
 	case events.PhaseWriteLocked:
@@ -284,10 +301,11 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 	case events.PhaseValidated:
 		// Line 19: ONE conditional write. A swap replayed after a crash is
 		// recognised by kvrouting (our token on the old location).
-		_, err := w.cfg.Locker.Swap(ctx, res, tok, nil)
+		_, err := w.cfg.Locker.Swap(ctx, res, tok, w.cached(st))
 		if o, bad := w.lockErr(ctx, st, res, err); bad {
 			return o
 		}
+		w.remember(st, nil) // the lock is gone: nothing more to cache
 		return outcome{body: events.Swapped{}}
 
 	case events.PhaseSwapped:
@@ -351,7 +369,9 @@ func (w *Worker) writeExpired(st *events.State, now time.Time) bool {
 func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.Resource, reason string) outcome {
 	tok := kvrouting.Token(st.Token)
 	ours := true
-	if _, err := w.cfg.Locker.Release(ctx, res, tok, nil); err != nil {
+	cached := w.cached(st)
+	w.remember(st, nil)
+	if _, err := w.cfg.Locker.Release(ctx, res, tok, cached); err != nil {
 		switch {
 		case errors.Is(err, kvrouting.ErrIllegalTransition):
 			doc, gerr := w.cfg.Locker.Get(ctx, res)

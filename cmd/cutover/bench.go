@@ -5,28 +5,82 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/cutover/cutover/kvrouting/routingbench"
 )
 
 func init() {
-	register("bench", "measure this design against its baselines (suites: routing)", runBench)
+	register("bench", "measure this design against its baselines (suites: routing, reads, fence, throughput, copy, validate)", runBench)
+}
+
+// benchSuites are the suites of `cutover bench` (issue 7), in the order the
+// help lists them.
+var benchSuites = []struct {
+	name, help string
+	run        func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}{
+	{"routing", "resolve + decide vs a lock-record baseline (paper 000 §5.3)", benchRouting},
+	{"reads", "routing-store reads per migration with and without the holder's cached document", benchReads},
+	{"fence", "write/delete-blocked windows: protocol vs stop-and-copy, read-only, delete-blocking (paper 001 §6.5)", benchFence},
+	{"throughput", "sustained migrations/s of the mixed workload under live traffic; write-lock p99; CPU", benchThroughput},
+	{"copy", "Phase 2 records/s vs the raw JetStream publish + Pebble batch-write rate", benchCopy},
+	{"validate", "full-content validation time at 4,000 / 100,000 / 1,000,000 messages (digests vs scan)", benchValidate},
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var names []string
+	for _, s := range benchSuites {
+		names = append(names, s.name)
+	}
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintln(stdout, "Usage: cutover bench <suite> [--json] [flags]\n\nSuites:\n  routing   resolve + decide vs a lock-record baseline (paper 000 §5.3)")
+		fmt.Fprintln(stdout, "Usage: cutover bench <suite> [--json] [flags]\n\nSuites:")
+		for _, s := range benchSuites {
+			fmt.Fprintf(stdout, "  %-10s %s\n", s.name, s.help)
+		}
 		if len(args) == 0 {
 			return fmt.Errorf("%w: missing suite", errUsage)
 		}
 		return errHelp
 	}
-	switch args[0] {
-	case "routing":
-		return benchRouting(ctx, args[1:], stdout, stderr)
-	default:
-		return fmt.Errorf("%w: unknown suite %q (have: routing)", errUsage, args[0])
+	for _, s := range benchSuites {
+		if s.name == args[0] {
+			return s.run(ctx, args[1:], stdout, stderr)
+		}
 	}
+	return fmt.Errorf("%w: unknown suite %q (have: %s)", errUsage, args[0], strings.Join(names, ", "))
+}
+
+// suiteResult is the common shape of a suite's JSON (issue 7): this design,
+// its baseline, their ratio, the target, and the durability every figure
+// ran with.
+type suiteResult struct {
+	Suite      string   `json:"suite"`
+	Durability string   `json:"durability"`
+	Ours       any      `json:"ours"`
+	Baseline   any      `json:"baseline"`
+	Ratio      float64  `json:"ratio"`
+	Target     string   `json:"target"`
+	Met        bool     `json:"target_met"`
+	Details    any      `json:"details,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
+}
+
+// printResult writes v as indented JSON, or a short human summary followed
+// by the JSON.
+func printResult(stdout io.Writer, asJSON bool, v any) error {
+	if !asJSON {
+		if r, ok := v.(*suiteResult); ok {
+			fmt.Fprintf(stdout, "%s (%s): ratio %.2f, target %s: met=%v\n", r.Suite, r.Durability, r.Ratio, r.Target, r.Met)
+			for _, n := range r.Notes {
+				fmt.Fprintf(stdout, "  note: %s\n", n)
+			}
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 func benchRouting(ctx context.Context, args []string, stdout, stderr io.Writer) error {

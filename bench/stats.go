@@ -1,0 +1,79 @@
+// Package bench holds the parts of `cutover bench` that need no running
+// system: summary statistics, CPU accounting, and the store-level suites
+// (validate, the raw side of copy). The in-process suites that drive a whole
+// deployment live in cmd/cutover (bench_*.go), which owns the wiring.
+// Benchmarks measure; nothing here asserts a wall-clock time.
+package bench
+
+import (
+	"slices"
+	"syscall"
+	"time"
+)
+
+// Durability settings, stated with every figure.
+const (
+	DurableSingle = "single node: JetStream sync_interval always, Pebble fsync per commit"
+	LazyJetStream = "single node: JetStream lazy (background) fsync, Pebble fsync per commit — NOT the durable default"
+	PebbleNoSync  = "Pebble NoSync (store only, no JetStream)"
+	PebbleSync    = "Pebble fsync per commit (store only, no JetStream)"
+)
+
+// Pct summarises a sample: average, percentiles and maximum.
+type Pct struct {
+	N   int     `json:"n"`
+	Avg float64 `json:"avg"`
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Percentiles summarises v (nearest-rank percentiles); empty v gives zeros.
+func Percentiles(v []float64) Pct {
+	if len(v) == 0 {
+		return Pct{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	q := func(p float64) float64 { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	sum := 0.0
+	for _, x := range s {
+		sum += x
+	}
+	return Pct{N: len(s), Avg: sum / float64(len(s)), P50: q(0.50), P99: q(0.99), Max: s[len(s)-1]}
+}
+
+// Ratio is a/b, or 0 when b is 0 (no meaningful ratio).
+func Ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// CPU is process CPU time (user + system) from getrusage.
+type CPU struct{ User, System time.Duration }
+
+// ReadCPU returns the process's CPU time so far (zero if getrusage fails).
+func ReadCPU() CPU {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return CPU{}
+	}
+	return CPU{User: time.Duration(ru.Utime.Nano()), System: time.Duration(ru.Stime.Nano())}
+}
+
+// CPUUse is the CPU spent between two readings over a wall interval.
+type CPUUse struct {
+	UserS   float64 `json:"user_s"`
+	SystemS float64 `json:"system_s"`
+	// Cores is (user + system) / wall: how many cores were busy on average.
+	Cores float64 `json:"cores"`
+}
+
+// Since computes the use from before to now over wall.
+func (before CPU) Since(wall time.Duration) CPUUse {
+	now := ReadCPU()
+	u, s := now.User-before.User, now.System-before.System
+	return CPUUse{UserS: u.Seconds(), SystemS: s.Seconds(), Cores: Ratio((u + s).Seconds(), wall.Seconds())}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestBenchSuites runs every suite of issue 7 at a tiny size and checks
+// outcomes only: the JSON shape, completed migrations, the direction of
+// the ratios that the design guarantees. No wall-clock time is asserted.
+func TestBenchSuites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the bench suites")
+	}
+	suites := []struct {
+		args  []string
+		check func(t *testing.T, v map[string]any)
+	}{
+		{[]string{"reads", "--conversations", "4"}, func(t *testing.T, v map[string]any) {
+			if r := v["ratio"].(float64); r <= 1 {
+				t.Errorf("reads ratio %v, want > 1 (the holder cache saves reads)", r)
+			}
+			allCompleted(t, v["ours"])
+			allCompleted(t, v["baseline"])
+		}},
+		{[]string{"fence", "--warmup=false", "--conversations", "3", "--big", "40", "--clients", "2", "--concurrency", "3"}, func(t *testing.T, v map[string]any) {
+			allCompleted(t, v["ours"])
+			bs, ok := v["baseline"].([]any)
+			if !ok || len(bs) != 3 {
+				t.Fatalf("baseline: want 3 strategies, got %v", v["baseline"])
+			}
+			for _, b := range bs {
+				allCompleted(t, b)
+				m := b.(map[string]any)
+				if _, ok := m["write_blocked_ms"].(map[string]any)["40"]; !ok {
+					t.Errorf("%v: no figures for the 40-message class", m["strategy"])
+				}
+				if _, ok := m["delete_blocked_ms"]; !ok {
+					t.Errorf("%v: no delete_blocked_ms", m["strategy"])
+				}
+			}
+		}},
+		{[]string{"throughput", "--conversations", "3", "--big", "40", "--clients", "1", "--concurrency", "3"}, func(t *testing.T, v map[string]any) {
+			allCompleted(t, v["ours"])
+			if _, ok := v["ours"].(map[string]any)["cpu"]; !ok {
+				t.Error("no cpu figure")
+			}
+		}},
+		{[]string{"copy", "--conversations", "1", "--messages", "120"}, func(t *testing.T, v map[string]any) {
+			if r := v["ratio"].(float64); r <= 0 {
+				t.Errorf("copy ratio %v, want > 0", r)
+			}
+		}},
+		{[]string{"validate", "--sizes", "100,2000"}, func(t *testing.T, v map[string]any) {
+			sz, _ := v["sizes"].([]any)
+			if len(sz) != 2 {
+				t.Fatalf("sizes: %v", v["sizes"])
+			}
+			for _, s := range sz {
+				if m := s.(map[string]any); m["equal"] != true {
+					t.Errorf("%v messages: source and target compared unequal", m["messages"])
+				}
+			}
+		}},
+	}
+	for _, s := range suites {
+		t.Run(s.args[0], func(t *testing.T) {
+			t.Parallel()
+			code, out, errs := run(t, append([]string{"bench", s.args[0], "--json"}, s.args[1:]...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var v map[string]any
+			if err := json.Unmarshal([]byte(out), &v); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, out)
+			}
+			for _, k := range []string{"suite", "durability", "ours", "baseline", "ratio", "target"} {
+				if _, ok := v[k]; !ok {
+					t.Fatalf("missing %q in %s", k, out)
+				}
+			}
+			if v["suite"] != s.args[0] || v["durability"] == "" {
+				t.Fatalf("suite %v, durability %v", v["suite"], v["durability"])
+			}
+			s.check(t, v)
+		})
+	}
+}
+
+// allCompleted checks that a figure's migrations all completed.
+func allCompleted(t *testing.T, fig any) {
+	t.Helper()
+	m, ok := fig.(map[string]any)
+	if !ok {
+		t.Fatalf("figure is %T", fig)
+	}
+	if m["migrations"] == nil || m["migrations"] != m["completed"] || m["migrations"].(float64) < 1 {
+		t.Errorf("migrations %v, completed %v", m["migrations"], m["completed"])
+	}
+}
