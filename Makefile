@@ -43,3 +43,22 @@ fuzz:
 		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+
+# cluster-test runs the multi-process topology (3 `cutover nats` nodes in an
+# R3 JetStream cluster, gateway, 2 orchestrators, projector) from one build
+# of the binary, migrating a tenant under traffic while a NATS node and an
+# orchestrator are killed (cmd/cutover/cluster_test.go; issue 8).
+.PHONY: cluster-test
+cluster-test:
+	$(GO) build -o bin/cutover ./cmd/cutover
+	CUTOVER_CLUSTER_TEST=1 CUTOVER_BIN=$(CURDIR)/bin/cutover $(GO) test -race -count=1 -timeout 5m -run '^TestClusterTopology$$' -v ./cmd/cutover
+
+# chaos runs `cutover chaos` for CHAOS_DURATION with seed CHAOS_SEED: a
+# 3-node cluster under a seeded nemesis (leader kills, worker kills and
+# pauses, partitions, stale routing, duplicate starts), then the invariant
+# check (docs/chaos.md). `make test` runs a 20 s version (TestChaosShort).
+CHAOS_DURATION ?= 2m
+CHAOS_SEED ?= 1
+.PHONY: chaos
+chaos:
+	$(GO) run ./cmd/cutover chaos --duration $(CHAOS_DURATION) --seed $(CHAOS_SEED)

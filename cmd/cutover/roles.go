@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/cutover/cutover/projector"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/contractnats"
+	"github.com/cutover/cutover/services/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/fx"
@@ -43,13 +45,53 @@ func init() {
 type roleFlags struct {
 	nats     *string
 	logLevel *string
+	// Security of the NATS connection (issue 8; nats/security.go).
+	user, password         *string
+	tlsCA, tlsCert, tlsKey *string
+	checkConfig            *bool
 }
+
+// passwordEnv supplies --nats-password when the flag is not given (flags
+// are visible in the process list).
+const passwordEnv = "CUTOVER_NATS_PASSWORD"
 
 func addRoleFlags(fs *flag.FlagSet) roleFlags {
 	return roleFlags{
-		nats:     fs.String("nats", defaultNATS, "NATS URL(s) of the deployment, comma separated"),
-		logLevel: fs.String("log-level", "info", "log level: debug, info, warn or error (logs go to stderr)"),
+		nats:        fs.String("nats", defaultNATS, "NATS URL(s) of the deployment, comma separated"),
+		logLevel:    fs.String("log-level", "info", "log level: debug, info, warn or error (logs go to stderr)"),
+		user:        fs.String("nats-user", "", "NATS user (its identity's permissions apply: routing, orchestrator, service, reader)"),
+		password:    fs.String("nats-password", "", "NATS password (default $"+passwordEnv+", which keeps it out of the process list)"),
+		tlsCA:       fs.String("nats-ca", "", "CA certificate (PEM) verifying the NATS servers; enables TLS"),
+		tlsCert:     fs.String("nats-cert", "", "client certificate (PEM) for servers that verify clients"),
+		tlsKey:      fs.String("nats-key", "", "key of --nats-cert"),
+		checkConfig: addCheckConfig(fs),
 	}
+}
+
+func addCheckConfig(fs *flag.FlagSet) *bool {
+	return fs.Bool("check-config", false, "validate the flags and exit 0 without starting (files and the network are not checked)")
+}
+
+// security is the connection's security, checked for consistency.
+func (rf roleFlags) security() (cnats.ClientSecurity, error) {
+	s := cnats.ClientSecurity{User: *rf.user, Password: *rf.password, CAFile: *rf.tlsCA, CertFile: *rf.tlsCert, KeyFile: *rf.tlsKey}
+	if s.Password == "" && s.User != "" {
+		s.Password = os.Getenv(passwordEnv)
+	}
+	if (s.User == "") != (s.Password == "") {
+		return s, fmt.Errorf("%w: --nats-user and --nats-password (or $%s) go together", errUsage, passwordEnv)
+	}
+	if (s.CertFile == "") != (s.KeyFile == "") {
+		return s, fmt.Errorf("%w: --nats-cert and --nats-key go together", errUsage)
+	}
+	return s, nil
+}
+
+// configChecked reports the result of --check-config: the flags parsed
+// and validated, the role does not start.
+func configChecked(stdout io.Writer, role string) error {
+	fmt.Fprintf(stdout, "cutover %s: configuration OK\n", role)
+	return nil
 }
 
 // newLogger returns a text logger to w at level.
@@ -68,10 +110,14 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 // than through cfg.NATSURL, whose providers assume a 3-node cluster. The
 // buckets and streams are provisioned here, with retries (see
 // provisionDeployment); mirrors names the read replicas this role needs.
-func joinDeployment(ctx context.Context, url string, cfg *systemConfig, mirrors []string) (*natsEndpoint, error) {
+func joinDeployment(ctx context.Context, url string, sec cnats.ClientSecurity, cfg *systemConfig, mirrors []string) (*natsEndpoint, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	nc, js, err := cnats.Connect(cctx, url)
+	opts, err := sec.Options()
+	if err != nil {
+		return nil, err
+	}
+	nc, js, err := cnats.Connect(cctx, url, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -124,16 +170,60 @@ func provisionDeployment(ctx context.Context, js jetstream.JetStream, nodes int,
 			err = s.do(actx)
 			cancel()
 			unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
-			if err == nil || ctx.Err() != nil || !unanswered {
+			if err == nil || ctx.Err() != nil || !(unanswered || clusterForming(err)) {
 				break
 			}
 			log.Warn("provisioning unanswered; retrying", "what", s.what, "attempt", n, "err", err)
+			if !unanswered { // answered at once: give the cluster time to form
+				select {
+				case <-ctx.Done():
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("provision %s: %w", s.what, err)
 		}
 	}
 	return nil
+}
+
+// roleConnIn is provideRoleConn's input: the connection's security is
+// optional (TestValidateRoleApps composes the roles without it).
+type roleConnIn struct {
+	fx.In
+	LC  fx.Lifecycle
+	EP  *natsEndpoint
+	Sec *cnats.ClientSecurity `optional:"true"`
+}
+
+// provideRoleConn is provideConn with the role's user and TLS settings.
+func provideRoleConn(in roleConnIn) (*nats.Conn, jetstream.JetStream, error) {
+	var opts []nats.Option
+	if in.Sec != nil {
+		var err error
+		if opts, err = in.Sec.Options(); err != nil {
+			return nil, nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, js, err := cnats.Connect(ctx, in.EP.URL, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	in.LC.Append(fx.StopHook(nc.Close))
+	return nc, js, nil
+}
+
+// clusterForming reports whether err is JetStream saying its cluster is
+// not ready yet: no peers for placement (10005) while the nodes' routes
+// and meta group form, or the system temporarily unavailable (10008). A
+// role started together with the nodes sees these; a retry succeeds once
+// the cluster has formed.
+func clusterForming(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == 10005 || apiErr.ErrorCode == 10008)
 }
 
 // natsNodes is the JetStream cluster size assumed behind nc: 1 for a
@@ -174,6 +264,13 @@ func runNATSRole(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	clusterPort := fs.Int("cluster-port", 0, "route port of a cluster node (0 = any free port)")
 	routes := fs.String("routes", "", "route URLs of the other cluster nodes, comma separated")
 	logging := fs.Bool("log", false, "print the server's log to stderr")
+	tlsCert := fs.String("tls-cert", "", "server certificate (PEM): TLS required on client connections")
+	tlsKey := fs.String("tls-key", "", "key of --tls-cert")
+	tlsCA := fs.String("tls-ca", "", "CA certificate (PEM) for --tls-verify-clients and --route-tls")
+	verifyClients := fs.Bool("tls-verify-clients", false, "require client certificates signed by --tls-ca")
+	routeTLS := fs.Bool("route-tls", false, "mutual TLS on cluster routes with --tls-cert/--tls-key, peers verified against --tls-ca")
+	usersFile := fs.String("users", "", "JSON file of users [{\"name\",\"password\",\"identity\"}] (identities: routing, orchestrator, service, reader); empty = no authentication")
+	checkConfig := addCheckConfig(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -185,8 +282,24 @@ func runNATSRole(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
+	}
+	if (*verifyClients || *routeTLS) && (*tlsCA == "" || *tlsCert == "") {
+		return fmt.Errorf("%w: --tls-verify-clients and --route-tls need --tls-ca, --tls-cert and --tls-key", errUsage)
+	}
+	if *routeTLS && *clusterName == "" {
+		return fmt.Errorf("%w: --route-tls without --cluster-name", errUsage)
+	}
+	if *checkConfig {
+		return configChecked(stdout, "nats")
+	}
+	sec, err := natsSecurity(opts, *tlsCA, *tlsCert, *tlsKey, *verifyClients, *routeTLS, *usersFile)
+	if err != nil {
+		return err
+	}
 	var srv *cnats.Server
-	app := newApp(stdout, fx.Supply(opts), fx.Provide(provideNATSNode), fx.Populate(&srv))
+	app := newApp(stdout, fx.Supply(sec), fx.Provide(provideNATSNode), fx.Populate(&srv))
 	return runApp(ctx, app, func() {
 		fmt.Fprintf(stdout, "cutover nats: node %s\n", srv.Name())
 		fmt.Fprintf(stdout, "  NATS      %s\n", srv.ClientURL())
@@ -198,11 +311,60 @@ func runNATSRole(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	})
 }
 
-// provideNATSNode starts one embedded server; it stops with the app.
-func provideNATSNode(lc fx.Lifecycle, opts cnats.Options) (*cnats.Server, error) {
-	srv, err := cnats.StartServer(opts)
-	if err != nil {
-		return nil, err
+// natsSecurity is the nats role's server configuration: opts plus TLS
+// and users when the flags ask for them.
+func natsSecurity(opts cnats.Options, ca, cert, key string, verifyClients, routeTLS bool, usersFile string) (cnats.SecureOptions, error) {
+	sec := cnats.SecureOptions{Options: opts}
+	var err error
+	if cert != "" {
+		if sec.TLS, err = cnats.ServerTLS(ca, cert, key, verifyClients); err != nil {
+			return sec, err
+		}
+	}
+	if routeTLS {
+		if sec.RouteTLS, err = cnats.RouteTLSConfig(ca, cert, key); err != nil {
+			return sec, err
+		}
+	}
+	if usersFile != "" {
+		b, err := os.ReadFile(usersFile)
+		if err != nil {
+			return sec, err
+		}
+		var us []struct {
+			Name     string `json:"name"`
+			Password string `json:"password"`
+			Identity string `json:"identity"`
+		}
+		if err := json.Unmarshal(b, &us); err != nil {
+			return sec, fmt.Errorf("%w: --users %s: %w", errUsage, usersFile, err)
+		}
+		for _, u := range us {
+			sec.Users = append(sec.Users, cnats.User{Name: u.Name, Password: u.Password, Identity: cnats.Identity(u.Identity)})
+		}
+	}
+	if err := sec.Validate(); err != nil {
+		return sec, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return sec, nil
+}
+
+// provideNATSNode starts one embedded server (a secure one when sec asks
+// for users or TLS); it stops with the app.
+func provideNATSNode(lc fx.Lifecycle, sec cnats.SecureOptions) (*cnats.Server, error) {
+	var srv *cnats.Server
+	if len(sec.Users) == 0 && sec.TLS == nil && sec.RouteTLS == nil {
+		s, err := cnats.StartServer(sec.Options)
+		if err != nil {
+			return nil, err
+		}
+		srv = s
+	} else {
+		s, err := cnats.StartSecureServer(sec)
+		if err != nil {
+			return nil, err
+		}
+		srv = s.Server
 	}
 	lc.Append(fx.StopHook(srv.Shutdown))
 	return srv, nil
@@ -215,6 +377,7 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	rf := addRoleFlags(fs)
 	region := fs.String("region", "", "the region served (required)")
 	data := fs.String("data", "", "data directory of the region's Pebble stores (empty = in memory, lost at exit)")
+	sweep := addSweepFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -224,6 +387,19 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := parseRegion("region", *region); err != nil {
 		return err
 	}
+	sec, err := rf.security()
+	if err != nil {
+		return err
+	}
+	if *sweep < 0 {
+		return fmt.Errorf("%w: --sweep-interval must be >= 0", errUsage)
+	}
+	if _, err := newLogger(*rf.logLevel, io.Discard); err != nil {
+		return err
+	}
+	if *rf.checkConfig {
+		return configChecked(stdout, "service")
+	}
 	log, err := newLogger(*rf.logLevel, stderr)
 	if err != nil {
 		return err
@@ -232,11 +408,11 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := cfg.ensureDefaults(); err != nil {
 		return err
 	}
-	ep, err := joinDeployment(ctx, *rf.nats, cfg, nil)
+	ep, err := joinDeployment(ctx, *rf.nats, sec, cfg, nil)
 	if err != nil {
 		return err
 	}
-	app := newApp(stdout, serviceOptions(cfg, ep))
+	app := newApp(stdout, serviceOptions(cfg, ep), fx.Supply(&sec), sweepOption(*sweep))
 	return runApp(ctx, app, func() {
 		log.Info("service started", "region", *region, "nats", ep.URL)
 		fmt.Fprintf(stdout, "cutover service: region %s on the migration contract\n", *region)
@@ -252,7 +428,7 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 // publish to), the region's stores and their contract servers.
 func serviceOptions(cfg *systemConfig, ep *natsEndpoint) fx.Option {
 	return fx.Options(fx.Supply(cfg, ep),
-		fx.Provide(provideConn, provideRoutingStore, provideRegions),
+		fx.Provide(provideRoleConn, provideRoutingStore, provideRegions),
 		fx.Invoke(func(*kvrouting.Store) {}),
 		fx.Invoke(serveContracts))
 }
@@ -288,6 +464,16 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	if *apiURL != "" && !strings.HasPrefix(*apiURL, "http://") && !strings.HasPrefix(*apiURL, "https://") {
 		return fmt.Errorf("%w: --api must be an http(s) URL", errUsage)
 	}
+	sec, err := rf.security()
+	if err != nil {
+		return err
+	}
+	if _, err := newLogger(*rf.logLevel, io.Discard); err != nil {
+		return err
+	}
+	if *rf.checkConfig {
+		return configChecked(stdout, "orchestrator")
+	}
 	log, err := newLogger(*rf.logLevel, stderr)
 	if err != nil {
 		return err
@@ -299,13 +485,13 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	if err := cfg.ensureDefaults(); err != nil {
 		return err
 	}
-	ep, err := joinDeployment(ctx, *rf.nats, cfg, nil)
+	ep, err := joinDeployment(ctx, *rf.nats, sec, cfg, nil)
 	if err != nil {
 		return err
 	}
 	var ws []*orchestrator.Worker
 	var lk *kvrouting.Locker
-	app := newApp(stdout, orchestratorOptions(cfg, ep, apiBase(strings.TrimRight(*apiURL, "/"))), fx.Populate(&ws, &lk))
+	app := newApp(stdout, orchestratorOptions(cfg, ep, apiBase(strings.TrimRight(*apiURL, "/"))), fx.Supply(&sec), fx.Populate(&ws, &lk))
 	return runApp(ctx, app, func() {
 		validation := "contract digests"
 		if *apiURL != "" {
@@ -325,7 +511,7 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 // store and locker, the directory over the contract, the workers.
 func orchestratorOptions(cfg *systemConfig, ep *natsEndpoint, base apiBase) fx.Option {
 	return fx.Options(fx.Supply(cfg, ep, base),
-		fx.Provide(provideConn, provideRoutingStore, provideResolvers, provideLocker, provideRoleDirectory, provideWorkers),
+		fx.Provide(provideRoleConn, provideRoutingStore, provideResolvers, provideLocker, provideRoleDirectory, provideWorkers),
 		fx.Invoke(func([]*orchestrator.Worker) {}))
 }
 
@@ -350,6 +536,19 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
+	sec, err := rf.security()
+	if err != nil {
+		return err
+	}
+	if err := checkListenAddr("http", *addr); err != nil {
+		return err
+	}
+	if _, err := newLogger(*rf.logLevel, io.Discard); err != nil {
+		return err
+	}
+	if *rf.checkConfig {
+		return configChecked(stdout, "projector")
+	}
 	log, err := newLogger(*rf.logLevel, stderr)
 	if err != nil {
 		return err
@@ -358,12 +557,12 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err := cfg.ensureDefaults(); err != nil {
 		return err
 	}
-	ep, err := joinDeployment(ctx, *rf.nats, cfg, nil)
+	ep, err := joinDeployment(ctx, *rf.nats, sec, cfg, nil)
 	if err != nil {
 		return err
 	}
 	var hs *projectorHTTP
-	app := newApp(stdout, projectorOptions(cfg, ep, projectorAddr(*addr)), fx.Populate(&hs))
+	app := newApp(stdout, projectorOptions(cfg, ep, projectorAddr(*addr)), fx.Supply(&sec), fx.Populate(&hs))
 	return runApp(ctx, app, func() {
 		log.Info("projector started", "http", hs.addr, "nats", ep.URL)
 		fmt.Fprintln(stdout, "cutover projector: read models of "+events.EventStream)
@@ -377,7 +576,7 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 // streams, the projector, its HTTP server and the metrics fed by the events.
 func projectorOptions(cfg *systemConfig, ep *natsEndpoint, addr projectorAddr) fx.Option {
 	return fx.Options(fx.Supply(cfg, ep, addr),
-		fx.Provide(provideConn, provideMetrics, provideStreams, provideProjectorAfterStreams, serveProjectorHTTP),
+		fx.Provide(provideRoleConn, provideMetrics, provideStreams, provideProjectorAfterStreams, serveProjectorHTTP),
 		metricsModule(true),
 		fx.Invoke(func(*projectorHTTP) {}))
 }
@@ -569,6 +768,7 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	addr := fs.String("http", "127.0.0.1:8080", "HTTP listen address of the API")
 	data := fs.String("data", "", "data directory of the regions' Pebble stores (empty = in memory, lost at exit)")
 	secret := fs.String("service-secret", "dev-secret", "secret of the validator's service identity")
+	sweep := addSweepFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -584,6 +784,22 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 			return err
 		}
 	}
+	sec, err := rf.security()
+	if err != nil {
+		return err
+	}
+	if err := checkListenAddr("http", *addr); err != nil {
+		return err
+	}
+	if *sweep < 0 {
+		return fmt.Errorf("%w: --sweep-interval must be >= 0", errUsage)
+	}
+	if _, err := newLogger(*rf.logLevel, io.Discard); err != nil {
+		return err
+	}
+	if *rf.checkConfig {
+		return configChecked(stdout, "gateway")
+	}
 	log, err := newLogger(*rf.logLevel, stderr)
 	if err != nil {
 		return err
@@ -592,12 +808,12 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := cfg.ensureDefaults(); err != nil {
 		return err
 	}
-	ep, err := joinDeployment(ctx, *rf.nats, cfg, rs[1:])
+	ep, err := joinDeployment(ctx, *rf.nats, sec, cfg, rs[1:])
 	if err != nil {
 		return err
 	}
 	var hs *httpServer
-	app := newApp(stdout, gatewayOptions(cfg, ep), fx.Populate(&hs))
+	app := newApp(stdout, gatewayOptions(cfg, ep), fx.Supply(&sec), sweepOption(*sweep), fx.Populate(&hs))
 	return runApp(ctx, app, func() {
 		log.Info("gateway started", "regions", rs, "http", hs.addr, "nats", ep.URL)
 		fmt.Fprintf(stdout, "cutover gateway: regions %s (write region %s), services + HTTP API\n", strings.Join(rs, ", "), rs[0])
@@ -613,8 +829,147 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 // HTTP API and its metrics.
 func gatewayOptions(cfg *systemConfig, ep *natsEndpoint) fx.Option {
 	return fx.Options(fx.Supply(cfg, ep),
-		fx.Provide(provideConn, provideRoutingStore, provideResolvers, provideLocker, provideRegions, provideMetrics),
+		fx.Provide(provideRoleConn, provideRoutingStore, provideResolvers, provideLocker, provideRegions, provideMetrics),
 		fx.Invoke(serveContracts),
 		apiModule(),
 		metricsModule(false))
+}
+
+// checkListenAddr checks that addr is a host:port listen address.
+func checkListenAddr(flagName, addr string) error {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("%w: --%s %q is not host:port", errUsage, flagName, addr)
+	}
+	return nil
+}
+
+// ------------------------------------------------------------------ tombstone sweeps
+
+// defaultSweepInterval is how often service and gateway roles sweep
+// expired tombstones from their regions' stores (paper 001 §4.3).
+const defaultSweepInterval = 10 * time.Minute
+
+func addSweepFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("sweep-interval", defaultSweepInterval, "how often to remove expired tombstones from the stores (0 = never)")
+}
+
+// sweepOption runs sweepRegions every interval while the app runs (not at
+// all for 0).
+func sweepOption(every time.Duration) fx.Option {
+	return fx.Invoke(func(lc fx.Lifecycle, cfg *systemConfig, regions regionMap) {
+		if every <= 0 {
+			return
+		}
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		lc.Append(fx.Hook{
+			OnStart: func(context.Context) error {
+				go func() {
+					defer close(done)
+					t := time.NewTicker(every)
+					defer t.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case now := <-t.C:
+							n, err := sweepRegions(regions, now)
+							if err != nil {
+								cfg.Logger.Warn("tombstone sweep", "removed", n, "err", err)
+							} else if n > 0 {
+								cfg.Logger.Info("tombstone sweep", "removed", n)
+							}
+						}
+					}
+				}()
+				return nil
+			},
+			OnStop: func(context.Context) error { close(stop); <-done; return nil },
+		})
+	})
+}
+
+// sweepRegions removes the tombstones expired at now from every store of
+// every region and returns how many went; it goes on past a failing store
+// and reports every error.
+func sweepRegions(regions regionMap, now time.Time) (int, error) {
+	total := 0
+	var errs []error
+	for _, name := range sortedRegions(regions) {
+		for _, p := range regions[name].Participants() {
+			sp, ok := p.(interface{ Store() *store.Store })
+			if !ok || sp.Store() == nil {
+				continue
+			}
+			n, err := sp.Store().SweepTombstones(now)
+			total += n
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s/%s: %w", name, p.Service(), err))
+			}
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+// ------------------------------------------------------------------ health
+
+func init() {
+	register("health", "exit 0 when an HTTP endpoint answers 2xx or a NATS deployment answers JetStream requests (container health checks)", oneLine(runHealth))
+}
+
+func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("health", "health (--http URL | --nats URL [--nats-user U --nats-ca F ...]) [--timeout D]\n\nA health check for images without a shell or curl: GET --http URL must answer 2xx; or a\nconnection to --nats must answer a JetStream account-info request.", stdout)
+	httpURL := fs.String("http", "", "URL to GET, e.g. http://127.0.0.1:8081/healthz")
+	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
+	rf := addRoleFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	natsSet := false
+	fs.Visit(func(f *flag.Flag) { natsSet = natsSet || f.Name == "nats" })
+	if (*httpURL == "") == !natsSet {
+		return fmt.Errorf("%w: give one of --http or --nats", errUsage)
+	}
+	sec, err := rf.security()
+	if err != nil {
+		return err
+	}
+	if *rf.checkConfig {
+		return configChecked(stdout, "health")
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if *httpURL != "" {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, *httpURL, nil)
+		if err != nil {
+			return fmt.Errorf("%w: --http: %w", errUsage, err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("%s: %s", *httpURL, resp.Status)
+		}
+		fmt.Fprintf(stdout, "healthy: %s %s\n", *httpURL, resp.Status)
+		return nil
+	}
+	opts, err := sec.Options()
+	if err != nil {
+		return err
+	}
+	nc, js, err := cnats.Connect(ctx, *rf.nats, opts...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if _, err := js.AccountInfo(ctx); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	fmt.Fprintf(stdout, "healthy: %s\n", nc.ConnectedUrlRedacted())
+	return nil
 }
