@@ -52,6 +52,10 @@ type PreLocked struct {
 	// WaitUntil is NotBefore plus the safety buffer: the convergence wait
 	// (line 3) ends no earlier.
 	WaitUntil time.Time `msgpack:"until"`
+	// Previous is the migration that last swapped or released the resource
+	// (the routing document's LastMigrationID), if any: after our swap its
+	// leftover fence at our target is cleared.
+	Previous string `msgpack:"prev,omitempty"`
 }
 
 // Converged records that the convergence wait has elapsed.

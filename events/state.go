@@ -89,6 +89,9 @@ type State struct {
 	Target   string `msgpack:"tgt,omitempty"`
 	Parent   string `msgpack:"parent,omitempty"`
 	Tenant   string `msgpack:"tenant,omitempty"`
+	// Previous is the migration that moved the resource last before this
+	// one (see PreLocked.Previous).
+	Previous string `msgpack:"prev,omitempty"`
 	Phase    Phase  `msgpack:"phase"`
 	Status   Status `msgpack:"status"`
 	// Attempt counts from 1; MaxAttempts bounds rescheduling.

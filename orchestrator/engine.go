@@ -123,6 +123,17 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 			if now.Before(st.CleanupAt) {
 				return waitFor(st.CleanupAt.Sub(now))
 			}
+			// Never clean up a region the resource has come back to (or is
+			// moving back to): its data there is live again.
+			res, _ := kvrouting.ParseResource(st.Resource)
+			doc, err := w.cfg.Locker.Get(ctx, res)
+			if err != nil {
+				return waitFor(w.cfg.RetryBackoff)
+			}
+			if doc.Primary.Region == st.Source || doc.Target == st.Source {
+				w.log.Info("source cleanup skipped: the resource is back at its old source", "migration", st.ID, "region", st.Source)
+				return outcome{body: events.CleanedUp{Records: 0}}
+			}
 			n, err := w.cleanup(ctx, st, st.Source)
 			if err != nil {
 				return waitFor(w.cfg.RetryBackoff)
@@ -159,7 +170,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 			if floor := now.Add(w.cfg.ReplicationBound); until.Before(floor) {
 				until = floor // never less than the replication bound
 			}
-			return outcome{body: events.PreLocked{Source: g.Doc.Primary.Region, NotBefore: g.NotBefore, Expiry: g.Expiry, WaitUntil: until}}
+			return outcome{body: events.PreLocked{Source: g.Doc.Primary.Region, NotBefore: g.NotBefore, Expiry: g.Expiry, WaitUntil: until, Previous: g.Doc.LastMigrationID}}
 		case errors.Is(err, kvrouting.ErrAtTarget):
 			return outcome{body: events.Dropped{Reason: "already at target"}}
 		case errors.Is(err, kvrouting.ErrLocked):
@@ -314,6 +325,12 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		if _, err := w.fence(ctx, st, store.FenceWrite, st.SwappedAt.Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
 			return w.transient(st, err)
 		}
+		// Moving back: the previous migration left its post-swap fence at
+		// what is now our primary. Our swap made that region authoritative,
+		// so the fence must go, or users would get 423 there until it lapses.
+		if err := w.clearPreviousFence(ctx, st); err != nil {
+			return w.transient(st, err)
+		}
 		return outcome{body: events.CleanupScheduled{At: st.SwappedAt.Add(w.cfg.CleanupWindow)}} // line 20
 
 	case events.PhaseCleanupScheduled:
@@ -420,6 +437,39 @@ func (w *Worker) fence(ctx context.Context, st *events.State, level store.FenceL
 		names = append(names, ep.Service())
 	}
 	return names, nil
+}
+
+// clearPreviousFence clears, at st.Target, the post-swap fence left by the
+// previous migration of the resource when that migration moved it away
+// from st.Target. Its token is in its state.
+func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State) error {
+	if st.Previous == "" || st.Previous == st.ID {
+		return nil
+	}
+	prev, _, err := Load(ctx, w.nc, st.Previous)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if prev.Source != st.Target || prev.Token == "" {
+		return nil
+	}
+	res, _ := kvrouting.ParseResource(st.Resource)
+	eps, err := w.cfg.Directory.Endpoints(ctx, st.Target, res.Kind)
+	if err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		if err := ep.ClearFence(ctx, st.Resource, prev.Token); err != nil {
+			if services.ToError(err).Code == services.CodeConflict {
+				continue // a fence of another token: not the previous migration's to clear
+			}
+			return fmt.Errorf("clear previous fence at %s/%s: %w", ep.Region(), ep.Service(), err)
+		}
+	}
+	return nil
 }
 
 // cleanup deletes the resource at every endpoint of region.

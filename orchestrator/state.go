@@ -38,7 +38,7 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 		n.Phase, n.Status = events.PhaseRequested, events.StatusActive
 		n.RequestedAt, n.AttemptAt = at, at
 	case events.PreLocked:
-		n.Source, n.WaitUntil, n.LockExpiry = b.Source, b.WaitUntil.UTC(), b.Expiry.UTC()
+		n.Source, n.WaitUntil, n.LockExpiry, n.Previous = b.Source, b.WaitUntil.UTC(), b.Expiry.UTC(), b.Previous
 		n.Phase, n.PreLockedAt = events.PhasePreLocked, at
 	case events.Converged:
 		n.Phase, n.ConvergedAt, n.WaitUntil = events.PhaseConverged, at, at

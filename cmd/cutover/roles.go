@@ -768,6 +768,7 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	addr := fs.String("http", "127.0.0.1:8080", "HTTP listen address of the API")
 	data := fs.String("data", "", "data directory of the regions' Pebble stores (empty = in memory, lost at exit)")
 	secret := fs.String("service-secret", "dev-secret", "secret of the validator's service identity")
+	authSecret := fs.String("auth-secret", os.Getenv("CUTOVER_AUTH_SECRET"), "HMAC secret of signed user tokens (`cutover token`); empty = development tokens user:<id> (env CUTOVER_AUTH_SECRET)")
 	sweep := addSweepFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -794,6 +795,9 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *sweep < 0 {
 		return fmt.Errorf("%w: --sweep-interval must be >= 0", errUsage)
 	}
+	if *authSecret != "" && len(*authSecret) < 16 {
+		return fmt.Errorf("%w: --auth-secret must be at least 16 bytes", errUsage)
+	}
 	if _, err := newLogger(*rf.logLevel, io.Discard); err != nil {
 		return err
 	}
@@ -804,7 +808,7 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	cfg := &systemConfig{Regions: rs, DataDir: *data, HTTPAddr: *addr, ServiceSecret: *secret, Logger: log}
+	cfg := &systemConfig{Regions: rs, DataDir: *data, HTTPAddr: *addr, ServiceSecret: *secret, AuthSecret: *authSecret, Logger: log}
 	if err := cfg.ensureDefaults(); err != nil {
 		return err
 	}

@@ -47,6 +47,9 @@ type systemConfig struct {
 	ClockSkew        time.Duration
 	Locks            kvrouting.LockConfig
 	ServiceSecret    string
+	// AuthSecret, when set, makes the API accept only signed user tokens
+	// (api.SignedAuth); empty means development tokens (api.DevAuth).
+	AuthSecret string
 	// Orchestrator settings (dev values when zero: see ensureDefaults).
 	Orchestrator orchestrator.Config
 	Workers      int
@@ -367,10 +370,14 @@ func serveContracts(lc fx.Lifecycle, nc *nats.Conn, js jetstream.JetStream, regi
 }
 
 func provideAPI(cfg *systemConfig, regions regionMap, rs resolverMap, lk *kvrouting.Locker) (*api.Server, error) {
+	svcs := map[string]string{"validator": cfg.ServiceSecret}
+	var auth api.Authenticator = api.DevAuth{ServiceSecrets: svcs}
+	if cfg.AuthSecret != "" {
+		auth = api.SignedAuth{Secret: []byte(cfg.AuthSecret), ServiceSecrets: svcs}
+	}
 	return api.New(api.Config{
 		Regions: regions, Resolvers: rs, Locker: lk, DefaultRegion: cfg.Regions[0],
-		Auth:   api.DevAuth{ServiceSecrets: map[string]string{"validator": cfg.ServiceSecret}},
-		Logger: cfg.Logger,
+		Auth: auth, Logger: cfg.Logger,
 	})
 }
 

@@ -25,9 +25,12 @@ type testSystem struct {
 	lk   *kvrouting.Locker
 }
 
-func startSystem(t *testing.T) *testSystem {
+func startSystem(t *testing.T, mods ...func(*systemConfig)) *testSystem {
 	t.Helper()
 	cfg := &systemConfig{InMemory: true, HTTPAddr: "127.0.0.1:0"}
+	for _, m := range mods {
+		m(cfg)
+	}
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

@@ -1,0 +1,324 @@
+package cnats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// ProxyMode is what a Proxy does with traffic.
+type ProxyMode uint8
+
+const (
+	// ProxyOpen forwards bytes both ways.
+	ProxyOpen ProxyMode = iota
+	// ProxyDrop closes every connection and refuses new ones (accepted,
+	// then closed at once): the peer sees a reset link.
+	ProxyDrop
+	// ProxyBlackhole keeps connections open and new ones accepted but
+	// forwards nothing: the peer sees a silent link until its own timeouts
+	// fire.
+	ProxyBlackhole
+)
+
+// Proxy is a loopback TCP proxy in front of one address, used to partition
+// a cluster node from its peers (chaos tests). Its methods are safe for
+// concurrent use.
+type Proxy struct {
+	target string
+	ln     net.Listener
+	done   chan struct{}
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		mode  ProxyMode
+		conns map[net.Conn]struct{} // both sides of every open pair
+	}
+}
+
+// StartProxy listens on a free loopback port and forwards to target. It
+// returns an error wrapping ErrStartFailed when it cannot listen.
+func StartProxy(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(DefaultHost, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: proxy listen: %w", ErrStartFailed, err)
+	}
+	p := &Proxy{target: target, ln: ln, done: make(chan struct{})}
+	p.mu.conns = map[net.Conn]struct{}{}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the proxy's listen address ("127.0.0.1:port").
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Mode returns the current mode.
+func (p *Proxy) Mode() ProxyMode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.mode
+}
+
+// SetMode switches the proxy. ProxyDrop closes every open connection;
+// ProxyBlackhole stalls them; ProxyOpen forwards again (new connections
+// only: connections stalled by a blackhole are closed on reopening, as a
+// healed network would reset them after their timeouts).
+func (p *Proxy) SetMode(m ProxyMode) {
+	p.mu.Lock()
+	prev := p.mu.mode
+	p.mu.mode = m
+	var toClose []net.Conn
+	if m == ProxyDrop || (m == ProxyOpen && prev == ProxyBlackhole) {
+		for c := range p.mu.conns {
+			toClose = append(toClose, c)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range toClose {
+		_ = c.Close()
+	}
+}
+
+// Conns returns how many connections (counting both sides of each pair)
+// the proxy holds open.
+func (p *Proxy) Conns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.mu.conns)
+}
+
+// Close stops the proxy and closes every connection. It is idempotent.
+func (p *Proxy) Close() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	close(p.done)
+	err := p.ln.Close()
+	p.SetMode(ProxyDrop)
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if p.Mode() == ProxyDrop {
+			_ = c.Close()
+			continue
+		}
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+func (p *Proxy) track(c net.Conn, add bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if add {
+		p.mu.conns[c] = struct{}{}
+	} else {
+		delete(p.mu.conns, c)
+	}
+}
+
+func (p *Proxy) serve(in net.Conn) {
+	defer p.wg.Done()
+	defer in.Close()
+	p.track(in, true)
+	defer p.track(in, false)
+	out, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	defer out.Close()
+	p.track(out, true)
+	defer p.track(out, false)
+	if p.Mode() == ProxyDrop {
+		return // dropped while dialing
+	}
+	var wg sync.WaitGroup
+	pipe := func(dst, src net.Conn) {
+		defer wg.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			mode := p.Mode()
+			if mode == ProxyDrop {
+				break // a pair that raced the drop
+			}
+			if n > 0 && mode == ProxyOpen {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		// Either side ending ends the pair.
+		_ = dst.Close()
+		_ = src.Close()
+	}
+	wg.Add(2)
+	go pipe(out, in)
+	go pipe(in, out)
+	wg.Wait()
+}
+
+var _ io.Closer = (*Proxy)(nil)
+
+// ProxiedCluster is a Cluster whose route connections all pass through
+// proxies: node i reaches node j only through Proxies[i][j] (nil on the
+// diagonal), so one node can be partitioned from its peers while its client
+// port stays reachable (a cut-off node that still answers clients).
+type ProxiedCluster struct {
+	*Cluster
+	// Proxies[i][j] carries the routes that node i solicits to node j.
+	Proxies [][]*Proxy
+}
+
+// StartProxiedCluster starts opts.Nodes servers like StartCluster, with
+// every route through a Proxy. Because nats-server dedupes routes between a
+// pair and every node lists every peer, all route connections are
+// solicited through some proxy. It returns the errors of StartCluster; on
+// error nothing is left running.
+func StartProxiedCluster(opts ClusterOptions) (*ProxiedCluster, error) {
+	n := opts.Nodes
+	if n == 0 {
+		n = DefaultClusterNodes
+	}
+	if n < 2 {
+		return nil, fmt.Errorf("%w: a proxied cluster needs >= 2 nodes, got %d", ErrInvalidOptions, n)
+	}
+	name := opts.Name
+	if name == "" {
+		name = DefaultClusterName
+	}
+	if !validToken(name, false) {
+		return nil, fmt.Errorf("%w: cluster name %q", ErrInvalidOptions, name)
+	}
+	pc := &ProxiedCluster{Cluster: &Cluster{baseDir: opts.BaseDir}}
+	if pc.baseDir == "" {
+		dir, err := os.MkdirTemp("", "cutover-pcluster-")
+		if err != nil {
+			return nil, fmt.Errorf("cnats: create cluster dir: %w", err)
+		}
+		pc.baseDir, pc.tempBase = dir, true
+	}
+	fail := func(err error) (*ProxiedCluster, error) {
+		pc.Shutdown()
+		return nil, err
+	}
+	ports, err := freePorts(DefaultHost, n)
+	if err != nil {
+		return fail(err)
+	}
+	pc.Proxies = make([][]*Proxy, n)
+	for i := range n {
+		pc.Proxies[i] = make([]*Proxy, n)
+		var routes []string
+		for j := range n {
+			if j == i {
+				continue
+			}
+			p, err := StartProxy(net.JoinHostPort(DefaultHost, fmt.Sprint(ports[j])))
+			if err != nil {
+				return fail(err)
+			}
+			pc.Proxies[i][j] = p
+			routes = append(routes, "nats-route://"+p.Addr())
+		}
+		s, err := newServer(Options{
+			Name:        fmt.Sprintf("%s-n%d", name, i),
+			StoreDir:    filepath.Join(pc.baseDir, fmt.Sprintf("n%d", i)),
+			SyncAlways:  opts.SyncAlways,
+			Logging:     opts.Logging,
+			ClusterName: name,
+			ClusterPort: ports[i],
+			Routes:      routes,
+		})
+		if err != nil {
+			return fail(err)
+		}
+		pc.Servers = append(pc.Servers, s)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, s := range pc.Servers {
+		wg.Go(func() {
+			s.life.Lock()
+			defer s.life.Unlock()
+			errs[i] = s.startLocked()
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultClusterTimeout)
+	defer cancel()
+	if err := pc.waitReady(ctx, -1); err != nil {
+		return fail(err)
+	}
+	return pc, nil
+}
+
+// Partition cuts node k off from every peer (both directions) with mode
+// (ProxyDrop or ProxyBlackhole). Out-of-range indexes are ignored.
+func (pc *ProxiedCluster) Partition(k int, mode ProxyMode) {
+	pc.setLinks(k, mode)
+}
+
+// Heal reopens every link of node k.
+func (pc *ProxiedCluster) Heal(k int) { pc.setLinks(k, ProxyOpen) }
+
+func (pc *ProxiedCluster) setLinks(k int, mode ProxyMode) {
+	if k < 0 || k >= len(pc.Proxies) {
+		return
+	}
+	for j := range pc.Proxies {
+		if p := pc.Proxies[k][j]; p != nil {
+			p.SetMode(mode)
+		}
+		if p := pc.Proxies[j][k]; p != nil {
+			p.SetMode(mode)
+		}
+	}
+}
+
+// Routes returns how many route connections node k has (0 when it is
+// stopped). After a ProxyDrop partition it drops to 0 unless a peer holds
+// an implicit route to k's real cluster port: nats-server gossips the
+// route addresses it listens on, and Options has no NoAdvertise, so a
+// partition can leak; callers should check.
+func (pc *ProxiedCluster) Routes(k int) int {
+	if k < 0 || k >= len(pc.Servers) || !pc.Servers[k].Running() {
+		return 0
+	}
+	return pc.Servers[k].Inner().NumRoutes()
+}
+
+// Shutdown stops every node, then every proxy. It is idempotent.
+func (pc *ProxiedCluster) Shutdown() {
+	pc.Cluster.Shutdown()
+	for _, row := range pc.Proxies {
+		for _, p := range row {
+			if p != nil {
+				_ = p.Close()
+			}
+		}
+	}
+}

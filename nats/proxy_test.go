@@ -1,0 +1,113 @@
+package cnats
+
+import (
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+func TestProxyModes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(c, c); c.Close() }()
+		}
+	}()
+	p, err := StartProxy(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	echo := func() error {
+		c, err := net.DialTimeout("tcp", p.Addr(), time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Write([]byte("ping")); err != nil {
+			return err
+		}
+		buf := make([]byte, 4)
+		_, err = io.ReadFull(c, buf)
+		return err
+	}
+	t.Run("open", func(t *testing.T) {
+		if err := echo(); err != nil {
+			t.Fatalf("open proxy: %v", err)
+		}
+	})
+	t.Run("drop", func(t *testing.T) {
+		p.SetMode(ProxyDrop)
+		if err := echo(); err == nil {
+			t.Fatal("dropped proxy forwarded")
+		}
+	})
+	t.Run("blackhole", func(t *testing.T) {
+		p.SetMode(ProxyBlackhole)
+		if err := echo(); err == nil {
+			t.Fatal("blackholed proxy forwarded")
+		}
+	})
+	t.Run("healed", func(t *testing.T) {
+		p.SetMode(ProxyOpen)
+		if err := echo(); err != nil {
+			t.Fatalf("healed proxy: %v", err)
+		}
+	})
+}
+
+func TestProxiedClusterPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	pc, err := StartProxiedCluster(ClusterOptions{Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Shutdown()
+	waitRoutes := func(k int, cond func(int) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !cond(pc.Routes(k)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: %d routes", k, pc.Routes(k))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitRoutes(2, func(n int) bool { return n > 0 })
+	pc.Partition(2, ProxyDrop)
+	// Every proxied link of node 2 is cut at once. (Its route count usually
+	// drops to 0 too, but an implicit route to its real port can survive:
+	// see Routes.)
+	deadline := time.Now().Add(5 * time.Second)
+	for j := range 3 {
+		for _, p := range []*Proxy{pc.Proxies[2][j], pc.Proxies[j][2]} {
+			for p != nil && p.Conns() > 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("proxy %s keeps %d connections after the drop", p.Addr(), p.Conns())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	t.Logf("node 2 routes during the partition: %d", pc.Routes(2))
+	pc.Heal(2)
+	waitRoutes(2, func(n int) bool { return n > 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := pc.waitReady(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,70 @@
+package orchestrator
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/services/store"
+)
+
+// TestMoveBack: us → eu → us. The second migration clears the first one's
+// post-swap fence at us (writes are accepted there again), and the first
+// migration's source cleanup, firing after the resource came back to us,
+// leaves the live data at us alone (found by `cutover chaos`: a cleanup
+// deleted the data of a resource that had moved back).
+func TestMoveBack(t *testing.T) {
+	e := mustEnv(t)
+	cfg := e.config()
+	cfg.CleanupWindow = 3 * time.Second
+	e.startWorker(cfg)
+	const res = "conv/back"
+	e.seed(res, 5)
+	ctx := context.Background()
+	id1, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(id1, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("first move: %s %s", st.Status, st.Reason)
+	}
+	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2 := e.waitDone(id2, 30*time.Second)
+	if st2.Status != events.StatusCompleted {
+		t.Fatalf("move back: %s %s", st2.Status, st2.Reason)
+	}
+	if st2.Previous != id1 {
+		t.Fatalf("previous migration %q, want %q", st2.Previous, id1)
+	}
+	if doc := e.doc(res); doc.Primary.Region != "us" || !doc.Primary.Lock.IsZero() {
+		t.Fatalf("routing after move back: %+v", doc.Primary)
+	}
+	// Writes at us (the primary again) are not fenced any more.
+	for _, svc := range testServices {
+		if _, err := e.stores["us"][svc].Put(res, store.Record{ID: "after-" + svc, Kind: "msg", Data: []byte("x")}, true); err != nil {
+			t.Fatalf("%s: write at the primary after moving back: %v", svc, err)
+		}
+	}
+	// Wait past the first migration's cleanup window: its cleanup must skip us.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st1, _, err := e.client.State(ctx, id1)
+		if err == nil && st1.SourceCleaned {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("first migration's cleanup never ran")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, svc := range testServices {
+		live, _, err := e.stores["us"][svc].Count(res)
+		if err != nil || live != 6 {
+			t.Fatalf("%s at us after the old cleanup: %d live records (%v), want 6", svc, live, err)
+		}
+	}
+}
