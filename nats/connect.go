@@ -26,6 +26,17 @@ const (
 
 // withDefaultTimeout returns ctx unchanged (with a cancel) when it has a
 // deadline, or ctx bounded by d otherwise.
+// withRequestTimeout bounds ONE request by d even when ctx allows longer:
+// a request sent on a connection that is being replaced (its server died)
+// gets no reply, and must fail fast so the caller can retry on the new
+// connection instead of waiting out its whole budget.
+func withRequestTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
 func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)

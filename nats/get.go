@@ -56,7 +56,7 @@ func DirectGetLast(ctx context.Context, nc *nats.Conn, stream, subject string) (
 	if err := checkGetArgs(stream, subject); err != nil {
 		return nil, 0, err
 	}
-	ctx, cancel := withDefaultTimeout(ctx, DefaultTimeout)
+	ctx, cancel := withRequestTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	op := "cnats: direct get " + stream + " " + subject
 
@@ -112,7 +112,7 @@ func LeaderGetLast(ctx context.Context, nc *nats.Conn, stream, subject string) (
 	if err := checkGetArgs(stream, subject); err != nil {
 		return nil, 0, err
 	}
-	ctx, cancel := withDefaultTimeout(ctx, DefaultTimeout)
+	ctx, cancel := withRequestTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	op := "cnats: leader get " + stream + " " + subject
 
