@@ -439,21 +439,30 @@ func (w *Worker) fence(ctx context.Context, st *events.State, level store.FenceL
 	return names, nil
 }
 
-// clearPreviousFence clears, at st.Target, the post-swap fence left by the
-// previous migration of the resource when that migration moved it away
-// from st.Target. Its token is in its state.
+// clearPreviousFence clears, at st.Target (our new primary), the post-swap
+// fence left there by the last migration that moved the resource away from
+// st.Target. That migration is found by walking back the chain of previous
+// migrations (each records the one before it; rolled-back ones and moves
+// between other regions are stepped over); its token is in its state.
 func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State) error {
-	if st.Previous == "" || st.Previous == st.ID {
-		return nil
+	id, seen := st.Previous, map[string]bool{st.ID: true}
+	var prev *events.State
+	for depth := 0; id != "" && !seen[id] && depth < 32; depth++ {
+		seen[id] = true
+		p, _, err := Load(ctx, w.nc, id)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if p.Source == st.Target && p.Status == events.StatusCompleted && p.Token != "" {
+			prev = p
+			break
+		}
+		id = p.Previous
 	}
-	prev, _, err := Load(ctx, w.nc, st.Previous)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if prev.Source != st.Target || prev.Token == "" {
+	if prev == nil {
 		return nil
 	}
 	res, _ := kvrouting.ParseResource(st.Resource)
