@@ -149,7 +149,9 @@ func (s *Store) update(ctx context.Context, res Resource, doc *Document, rev uin
 	s.writes.Add(1)
 	nrev, err := s.kv.Update(ctx, res.Key(), b, rev)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		// R1 streams answer a stale revision with 10071 (ErrKeyExists), R3
+		// streams with 10164 (ErrKeyRevisionMismatch): both are the 412.
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			s.conflicts.Add(1)
 			return 0, errRevision
 		}

@@ -322,8 +322,15 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 	case events.PhaseSwapped:
 		// The old location stays write-fenced (locked secondary) until the
 		// source is cleaned up.
-		if _, err := w.fence(ctx, st, store.FenceWrite, st.SwappedAt.Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
+		// ... unless the resource has already come back (or is coming back)
+		// to the old source: a post-swap fence set late there would fence
+		// its primary (found by chaos with delayed workers).
+		if doc, err := w.cfg.Locker.Get(ctx, res); err != nil {
 			return w.transient(st, err)
+		} else if doc.Primary.Region != st.Source && doc.Target != st.Source {
+			if _, err := w.fence(ctx, st, store.FenceWrite, st.SwappedAt.Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
+				return w.transient(st, err)
+			}
 		}
 		// Moving back: the previous migration left its post-swap fence at
 		// what is now our primary. Our swap made that region authoritative,
