@@ -14,6 +14,8 @@ const (
 	TypeRenewed          = "renewed"
 	TypeWriteLocked      = "write-locked"
 	TypeDeltaCopied      = "delta-copied"
+	TypePagesCopied      = "pages-copied"
+	TypeDeltasCopied     = "deltas-copied"
 	TypeValidated        = "validated"
 	TypeSwapped          = "swapped"
 	TypeCleanupScheduled = "cleanup-scheduled"
@@ -92,6 +94,18 @@ type PageCopied struct {
 	Count      int      `msgpack:"n"`
 	More       bool     `msgpack:"more"`
 	Dependents []string `msgpack:"deps,omitempty"`
+}
+
+// PagesCopied checkpoints the next historical page of each of several
+// services, copied concurrently: still one checkpoint per page (Algorithm 1
+// line 8), but one synced append for all of them.
+type PagesCopied struct {
+	Pages []PageCopied `msgpack:"pages"`
+}
+
+// DeltasCopied is PagesCopied for delta pages (Algorithm 1 line 13).
+type DeltasCopied struct {
+	Pages []DeltaCopied `msgpack:"pages"`
 }
 
 // Renewed records an extension of the hard-delete lock (paper 001 §5.2).
@@ -241,6 +255,12 @@ func (Fenced) Type() string { return TypeFenced }
 
 // Type implements Body.
 func (PageCopied) Type() string { return TypePageCopied }
+
+// Type implements Body.
+func (PagesCopied) Type() string { return TypePagesCopied }
+
+// Type implements Body.
+func (DeltasCopied) Type() string { return TypeDeltasCopied }
 
 // Type implements Body.
 func (Renewed) Type() string { return TypeRenewed }

@@ -29,6 +29,8 @@ func sampleBodies() []Body {
 		Renewed{Expiry: t0},
 		WriteLocked{Expiry: t0},
 		DeltaCopied{Service: "messages", Cursor: 12, Next: 14, Count: 2},
+		PagesCopied{Pages: []PageCopied{{Service: "messages", Mode: 1, Next: 10, SyncToken: 12, Count: 10, More: true}, {Service: "reactions", Mode: 1, Count: 3, Dependents: []string{"media/m2"}}}},
+		DeltasCopied{Pages: []DeltaCopied{{Service: "messages", Cursor: 12, Next: 14, Count: 2}, {Service: "reactions", Next: 1, Count: 1}}},
 		Validated{OK: true, Duration: time.Millisecond, Slices: 3},
 		Swapped{},
 		CleanupScheduled{At: t0},

@@ -33,6 +33,8 @@ func init() {
 	register[Renewed]()
 	register[WriteLocked]()
 	register[DeltaCopied]()
+	register[PagesCopied]()
+	register[DeltasCopied]()
 	register[Validated]()
 	register[Swapped]()
 	register[CleanupScheduled]()

@@ -144,6 +144,18 @@ func (s *State) Service(svc string) *ServiceProgress {
 	return nil
 }
 
+// Pending returns the services whose historical copy (delta: their delta
+// copy) is not done yet, in order.
+func (s *State) Pending(delta bool) []ServiceProgress {
+	var out []ServiceProgress
+	for _, p := range s.Services {
+		if (delta && !p.DeltaDone) || (!delta && !p.HistoricalDone) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Clone returns a deep copy.
 func (s *State) Clone() *State {
 	c := *s

@@ -54,6 +54,30 @@ func (l *Locker) Get(ctx context.Context, res Resource) (*Document, error) {
 	return l.store.GetLeader(ctx, res)
 }
 
+// Verify reports whether the holder of tok still holds the migration lock
+// of res: the check a migration makes before each call that acts under the
+// lock (an export page, an import, a fence, a validation). With the holder's
+// cached document it costs no read: the holder is the only writer of its
+// lock, so the document it last wrote is current unless an operator forced
+// the lock off, which the next conditional write (and the retired fence
+// token) reveals (paper 000 §8: "the service can safely use a cached
+// document when the ETag matches", ~90 % fewer routing reads). cached nil:
+// one leader read. Returns the document the decision used. Errors:
+// ErrTokenMismatch, ErrExpired, and Get's.
+func (l *Locker) Verify(ctx context.Context, res Resource, tok Token, cached *Document) (*Document, error) {
+	d := cached
+	if d == nil || d.Resource != res.String() || d.Revision == 0 || d.Primary.Lock.Token != tok {
+		var err error
+		if d, err = l.Get(ctx, res); err != nil {
+			return nil, err
+		}
+	}
+	if err := holds(d, l.cfg.Clock(), tok, &l.cfg); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
 // Register creates the routing document of a new resource at region. If
 // the resource already has one it is returned with ErrExists.
 func (l *Locker) Register(ctx context.Context, res Resource, region string) (*Document, error) {
@@ -285,6 +309,19 @@ func (l *Locker) mutate(ctx context.Context, res Resource, cached *Document, fn 
 				return nil, rerr
 			}
 			return nil, err
+		}
+		if errors.Is(err, errRevision) && d.Revision == doc.Revision {
+			// Refused although the leader still shows the revision we
+			// expected: another write of this key is in flight on the R3
+			// stream (nats-server answers 10164 until it applies). Re-trying
+			// at once only burns the attempts (found by `cutover chaos`:
+			// "16 attempts" within milliseconds of a leader change); wait a
+			// little, growing, for the in-flight write to land.
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+			case <-time.After(min(time.Duration(attempt+1)*10*time.Millisecond, 200*time.Millisecond)):
+			}
 		}
 		doc, fresh = d, true
 	}

@@ -369,3 +369,51 @@ func TestHolderCache(t *testing.T) {
 	}
 	_ = cur
 }
+
+// TestVerify: the holder's check before each migration call costs no read
+// with its cached document and one leader read without; an expired lock or
+// another token is refused either way.
+func TestVerify(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	res := mustRegister(t, e, "vf", "us-east")
+	g, err := e.lk.PreLock(ctx, res, "eu-west", "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(31 * time.Second)
+	d, err := e.lk.EscalateHardDelete(ctx, res, g.Token, g.Doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.store.Stats()
+	for range 10 {
+		if _, err := e.lk.Verify(ctx, res, g.Token, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads := e.store.Stats().Reads() - before.Reads(); reads != 0 {
+		t.Fatalf("10 checks with the holder's document cost %d reads, want 0", reads)
+	}
+	before = e.store.Stats()
+	got, err := e.lk.Verify(ctx, res, g.Token, nil)
+	if err != nil || got.Revision != d.Revision {
+		t.Fatalf("uncached check: %v (revision %d, want %d)", err, got.Revision, d.Revision)
+	}
+	if reads := e.store.Stats().Reads() - before.Reads(); reads != 1 {
+		t.Fatalf("uncached check cost %d reads, want 1", reads)
+	}
+	if _, err := e.lk.Verify(ctx, res, "not-the-token", nil); !errors.Is(err, ErrTokenMismatch) {
+		t.Fatalf("another token: %v, want ErrTokenMismatch", err)
+	}
+	if _, err := e.lk.Verify(ctx, res, "not-the-token", d); !errors.Is(err, ErrTokenMismatch) {
+		t.Fatalf("another token with a cached document: %v, want ErrTokenMismatch", err)
+	}
+	e.clock.Advance(time.Hour) // past the hard-delete lease
+	if _, err := e.lk.Verify(ctx, res, g.Token, d); !errors.Is(err, ErrExpired) {
+		t.Fatalf("expired (cached): %v, want ErrExpired", err)
+	}
+	if _, err := e.lk.Verify(ctx, res, g.Token, nil); !errors.Is(err, ErrExpired) {
+		t.Fatalf("expired (read): %v, want ErrExpired", err)
+	}
+}

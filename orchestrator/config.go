@@ -53,7 +53,8 @@ type Config struct {
 	PhaseRetries int
 	// MaxAttempts bounds the fresh attempts after rollbacks.
 	MaxAttempts int
-	// RetryBackoff is the delay after a transient failure.
+	// RetryBackoff is the delay after the first transient failure of a
+	// phase; it triples with each further one (1×, 3×, 9×).
 	RetryBackoff time.Duration
 	// RescheduleBackoff is the delay before a fresh attempt.
 	RescheduleBackoff time.Duration

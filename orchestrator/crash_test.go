@@ -12,11 +12,12 @@ import (
 )
 
 // happyTypes is the event sequence a worker appends in an uneventful
-// migration of a small resource (one page per service).
+// migration of a small resource (one page per service; the two services'
+// pages are copied concurrently and checkpointed in one event).
 var happyTypes = []string{
 	events.TypePreLocked, events.TypeConverged, events.TypeHardDeleteLocked, events.TypeFenced,
-	events.TypePageCopied, events.TypePageCopied, events.TypeWriteLocked, events.TypeFenced,
-	events.TypeDeltaCopied, events.TypeDeltaCopied, events.TypeValidated, events.TypeSwapped,
+	events.TypePagesCopied, events.TypeWriteLocked, events.TypeFenced,
+	events.TypeDeltasCopied, events.TypeValidated, events.TypeSwapped,
 	events.TypeCleanupScheduled, events.TypeCompleted,
 }
 

@@ -1,9 +1,11 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cutover/cutover/events"
@@ -29,76 +31,92 @@ func waitFor(d time.Duration) outcome { return outcome{wait: max(d, time.Millise
 // drive advances one migration as far as it can go: read the last event
 // (state + sequence), take the next step, append its event conditioned on
 // that sequence, repeat; until a wait (NakWithDelay) or the end (Ack).
+// After its own append the worker goes on from the state and sequence it
+// just wrote (the append was conditional on the sequence it read, so they
+// are the current ones unless another worker advanced the migration since,
+// which the next conditional append detects): one read per delivery, not
+// one per step.
 func (w *Worker) drive(ctx context.Context, m jetstream.Msg) {
 	id, ok := events.MigrationIDFromSubject(m.Subject())
 	if !ok {
 		_ = m.Term()
 		return
 	}
+	var (
+		st  *events.State
+		seq uint64
+	)
 	for {
 		if ctx.Err() != nil {
 			_ = m.Nak()
 			return
 		}
-		done, stop := w.driveOnce(ctx, m, id)
+		next, nseq, stop := w.driveOnce(ctx, m, id, st, seq)
 		if stop {
 			return
 		}
-		if done {
+		if next != nil {
 			_ = m.InProgress()
 		}
+		st, seq = next, nseq
 	}
 }
 
-// driveOnce performs one step; stop reports that the message was settled
-// (or the worker crashed on purpose), done that an event was appended.
-func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string) (done, stop bool) {
+// driveOnce performs one step from st at seq (nil: load them first). stop
+// reports that the message was settled (or the worker crashed on purpose);
+// otherwise next is the state after the appended event and nseq its
+// sequence, or nil when the next step must load again.
+func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *events.State, seq uint64) (next *events.State, nseq uint64, stop bool) {
 	sctx, cancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
 	defer cancel()
-	st, seq, err := Load(sctx, w.nc, id)
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
-		_ = m.Ack() // a work message without a migration: nothing to drive
-		return false, true
-	}
-	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("load failed", "migration", id, "err", err)
+	if st == nil {
+		var err error
+		st, seq, err = Load(sctx, w.nc, id)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
+			_ = m.Ack() // a work message without a migration: nothing to drive
+			return nil, 0, true
 		}
-		_ = m.NakWithDelay(w.cfg.RetryBackoff)
-		return false, true
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("load failed", "migration", id, "err", err)
+			}
+			_ = m.NakWithDelay(w.cfg.RetryBackoff)
+			return nil, 0, true
+		}
 	}
 	out := w.step(sctx, st)
 	if out.body != nil {
 		if hook := w.cfg.BeforeAppend; hook != nil && hook(st, out.body) != nil {
-			return false, true // simulated crash: the side effect happened, its event is lost
+			return nil, 0, true // simulated crash: the side effect happened, its event is lost
 		}
 		// A fresh context: a step that timed out must still record its
 		// failure (it counts toward the phase's retry limit).
 		actx, acancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
-		env, _, err := appendEvent(actx, w.js, st, seq, out.body, "", w.cfg.Clock())
+		env, aseq, err := appendEvent(actx, w.js, st, seq, out.body, "", w.cfg.Clock())
 		acancel()
 		if errors.Is(err, ErrConflict) {
-			return false, false // another worker advanced it: drop the step, re-read
+			return nil, 0, false // another worker advanced it: drop the step, re-read
 		}
 		if err != nil {
 			w.log.Warn("append failed", "migration", id, "err", err)
 			_ = m.NakWithDelay(w.cfg.RetryBackoff)
-			return false, true
+			return nil, 0, true
 		}
 		w.log.Debug("event", "migration", id, "type", env.Type, "phase", env.State.Phase)
 		if hook := w.cfg.AfterAppend; hook != nil && hook(env) != nil {
-			return false, true // simulated crash: settle nothing, AckWait redelivers
+			return nil, 0, true // simulated crash: settle nothing, AckWait redelivers
 		}
+		next, nseq = env.State, aseq
 	}
 	switch {
 	case out.ack:
 		_ = m.Ack()
-		return false, true
+		return nil, 0, true
 	case out.wait > 0:
 		_ = m.NakWithDelay(out.wait)
-		return false, true
+		return nil, 0, true
 	}
-	return out.body != nil, false
+	return next, nseq, false // next nil (no event): the next step re-reads
 }
 
 // beforeSwap reports whether a phase may still roll back.
@@ -228,6 +246,9 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		// before the historical export starts (DESIGN.md "Two layers"). A
 		// bench baseline strategy may set the write fence here instead; the
 		// event still records the Phase 2 fence (it starts the historical copy).
+		if o, bad := w.verify(ctx, st, res); bad {
+			return o
+		}
 		names, err := w.fence(ctx, st, w.phase2Fence(), st.LockExpiry)
 		if err != nil {
 			return w.transient(st, err)
@@ -256,18 +277,11 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 				return outcome{body: events.Renewed{Expiry: exp}}
 			}
 		}
-		for _, p := range st.Services {
-			if p.HistoricalDone {
-				continue
+		if pending := st.Pending(false); len(pending) > 0 {
+			if o, bad := w.verify(ctx, st, res); bad {
+				return o
 			}
-			req := services.ExportRequest{Resource: st.Resource, Mode: services.Historical, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit}
-			pi, err := w.copyPage(ctx, st, p.Service, req)
-			if err != nil {
-				return w.transient(st, err)
-			}
-			// Algorithm 1 line 8: one checkpoint per page.
-			return outcome{body: events.PageCopied{Service: p.Service, Mode: uint8(services.Historical), Cursor: req.Cursor,
-				Next: pi.Next, SyncToken: pi.SyncToken, Count: pi.Count, More: pi.More, Dependents: pi.Dependents}}
+			return w.copyPages(ctx, st, services.Historical, pending)
 		}
 		d, err := w.cfg.Locker.EscalateWrite(ctx, res, tok, w.cached(st)) // line 12
 		if o, bad := w.lockErr(ctx, st, res, err); bad {
@@ -279,6 +293,9 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 	case events.PhaseWriteLocked:
 		if w.writeExpired(st, now) {
 			return w.rollback(ctx, st, res, "write lock expired")
+		}
+		if o, bad := w.verify(ctx, st, res); bad {
+			return o
 		}
 		names, err := w.fence(ctx, st, store.FenceWrite, st.LockExpiry)
 		if err != nil {
@@ -292,16 +309,14 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		if w.writeExpired(st, now) {
 			return w.rollback(ctx, st, res, "write lock expired")
 		}
-		for _, p := range st.Services {
-			if p.DeltaDone {
-				continue
+		if pending := st.Pending(true); len(pending) > 0 {
+			if o, bad := w.verify(ctx, st, res); bad {
+				return o
 			}
-			req := services.ExportRequest{Resource: st.Resource, Mode: services.Delta, SyncToken: p.SyncToken, Cursor: p.DeltaCursor, Limit: w.cfg.PageLimit}
-			pi, err := w.copyPage(ctx, st, p.Service, req)
-			if err != nil {
-				return w.transient(st, err)
-			}
-			return outcome{body: events.DeltaCopied{Service: p.Service, Cursor: req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents}}
+			return w.copyPages(ctx, st, services.Delta, pending)
+		}
+		if o, bad := w.verify(ctx, st, res); bad {
+			return o
 		}
 		v := w.validate(ctx, st) // line 14
 		if w.writeExpired(st, w.cfg.Clock()) && v.OK {
@@ -310,6 +325,19 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		return outcome{body: v}
 
 	case events.PhaseValidated:
+		// The old location's post-swap fence goes up BEFORE the swap: the
+		// write fence of Phase 3 ends with the write lock, and a post-swap
+		// fence set in a later step left a gap after a slow swap in which a
+		// stale cache could land a write at the old location (found by
+		// `cutover chaos`: an acknowledged write lost). If the swap then
+		// fails, the rollback clears it (and retires the token, so a late
+		// copy of this request cannot fence the source again).
+		if o, bad := w.verify(ctx, st, res); bad {
+			return o
+		}
+		if _, err := w.fence(ctx, st, store.FenceWrite, now.Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
+			return w.transient(st, err)
+		}
 		// Line 19: ONE conditional write. A swap replayed after a crash is
 		// recognised by kvrouting (our token on the old location).
 		_, err := w.cfg.Locker.Swap(ctx, res, tok, w.cached(st))
@@ -320,18 +348,8 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		return outcome{body: events.Swapped{}}
 
 	case events.PhaseSwapped:
-		// The old location stays write-fenced (locked secondary) until the
-		// source is cleaned up.
-		// ... unless the resource has already come back (or is coming back)
-		// to the old source: a post-swap fence set late there would fence
-		// its primary (found by chaos with delayed workers).
-		if doc, err := w.cfg.Locker.Get(ctx, res); err != nil {
-			return w.transient(st, err)
-		} else if doc.Primary.Region != st.Source && doc.Target != st.Source {
-			if _, err := w.fence(ctx, st, store.FenceWrite, st.SwappedAt.Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
-				return w.transient(st, err)
-			}
-		}
+		// The old location is already write-fenced (locked secondary) until
+		// the source is cleaned up: the fence went up before the swap.
 		// Moving back: the previous migration left its post-swap fence at
 		// what is now our primary. Our swap made that region authoritative,
 		// so the fence must go, or users would get 423 there until it lapses.
@@ -360,7 +378,15 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 // and rolls back after PhaseRetries of them.
 func (w *Worker) transient(st *events.State, err error) outcome {
 	w.log.Info("transient failure", "migration", st.ID, "phase", st.Phase, "err", err)
-	return outcome{body: events.StepFailed{Phase: st.Phase, Error: err.Error()}, wait: w.cfg.RetryBackoff}
+	// The backoff triples with each failure of the phase (1×, 3×, 9×): the
+	// three tries then span a stream leader election (seconds) instead of
+	// rolling back inside it (found by `cutover chaos`: pre-locks that failed
+	// three times within 600 ms of a routing leader kill).
+	wait := w.cfg.RetryBackoff
+	for range min(st.Failures, 4) {
+		wait *= 3
+	}
+	return outcome{body: events.StepFailed{Phase: st.Phase, Error: err.Error()}, wait: wait}
 }
 
 // lockErr classifies a lock-transition error: a lost or expired lock rolls
@@ -436,10 +462,22 @@ func (w *Worker) fence(ctx context.Context, st *events.State, level store.FenceL
 		return nil, err
 	}
 	f := services.FenceFor(level, st.Token, expiry, w.skew)
+	// Every service's fence at once: the step (and in Phase 3 the write
+	// fence users feel) waits for the slowest, not for their sum.
+	errs := make([]error, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() {
+			if err := ep.SetFence(ctx, st.Resource, f); err != nil {
+				errs[i] = fmt.Errorf("fence %s at %s/%s: %w", level, ep.Region(), ep.Service(), err)
+			}
+		})
+	}
+	wg.Wait()
 	names := make([]string, 0, len(eps))
-	for _, ep := range eps {
-		if err := ep.SetFence(ctx, st.Resource, f); err != nil {
-			return nil, fmt.Errorf("fence %s at %s/%s: %w", level, ep.Region(), ep.Service(), err)
+	for i, ep := range eps {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
 		names = append(names, ep.Service())
 	}
@@ -546,6 +584,58 @@ func (w *Worker) copyPage(ctx context.Context, st *events.State, service string,
 		}
 	}
 	return pi, nil
+}
+
+// copyPages copies the next page of every pending service concurrently and
+// checkpoints them in one event (one synced append instead of one per
+// service). Pages that failed are not recorded: their services retry in the
+// next step; only when every page failed does the step count a transient
+// failure.
+func (w *Worker) copyPages(ctx context.Context, st *events.State, mode services.ExportMode, pending []events.ServiceProgress) outcome {
+	type result struct {
+		req services.ExportRequest
+		pi  PageInfo
+		err error
+	}
+	rs := make([]result, len(pending))
+	var wg sync.WaitGroup
+	for i, p := range pending {
+		rs[i].req = services.ExportRequest{Resource: st.Resource, Mode: mode, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit}
+		if mode == services.Delta {
+			rs[i].req.Cursor = p.DeltaCursor
+		}
+		wg.Go(func() { rs[i].pi, rs[i].err = w.copyPage(ctx, st, p.Service, rs[i].req) })
+	}
+	wg.Wait()
+	var (
+		hist  []events.PageCopied
+		delta []events.DeltaCopied
+		first error
+	)
+	for i, r := range rs {
+		if r.err != nil {
+			first = cmp.Or(first, r.err)
+			continue
+		}
+		svc, pi := pending[i].Service, r.pi
+		if mode == services.Delta {
+			delta = append(delta, events.DeltaCopied{Service: svc, Cursor: r.req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
+		} else {
+			hist = append(hist, events.PageCopied{Service: svc, Mode: uint8(services.Historical), Cursor: r.req.Cursor,
+				Next: pi.Next, SyncToken: pi.SyncToken, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
+		}
+	}
+	switch {
+	case len(hist) == 1:
+		return outcome{body: hist[0]}
+	case len(hist) > 1:
+		return outcome{body: events.PagesCopied{Pages: hist}}
+	case len(delta) == 1:
+		return outcome{body: delta[0]}
+	case len(delta) > 1:
+		return outcome{body: events.DeltasCopied{Pages: delta}}
+	}
+	return w.transient(st, first)
 }
 
 // startChild starts the first pending child migration, if any (Algorithm 1

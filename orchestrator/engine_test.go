@@ -25,8 +25,15 @@ func TestHappyPath(t *testing.T) {
 	if n := countType(h, events.TypeSwapped); n != 1 {
 		t.Fatalf("%d Swapped events", n)
 	}
-	if n := countType(h, events.TypePageCopied); n < 6 { // 20 records, pages of 7, two services
-		t.Fatalf("%d PageCopied events", n)
+	// 20 records in pages of 7 per service: three historical pages each,
+	// the two services' pages copied side by side, one event per round.
+	if n := countType(h, events.TypePagesCopied); n != 3 {
+		t.Fatalf("%d PagesCopied events, want 3", n)
+	}
+	for _, p := range st.Services {
+		if p.Records != 20 || !p.HistoricalDone || !p.DeltaDone {
+			t.Fatalf("service progress %+v", p)
+		}
 	}
 	assertFold(t, h)
 	if st.Figures == nil || st.Figures.Attempts != 1 || st.Figures.Records != 40 || st.Figures.TotalMs <= 0 {

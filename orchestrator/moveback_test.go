@@ -2,6 +2,8 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,6 +67,61 @@ func TestMoveBack(t *testing.T) {
 		live, _, err := e.stores["us"][svc].Count(res)
 		if err != nil || live != 6 {
 			t.Fatalf("%s at us after the old cleanup: %d live records (%v), want 6", svc, live, err)
+		}
+	}
+}
+
+// TestOldLocationFencedAtTheSwap: when the Swapped event is appended, the
+// old location already carries the post-swap write fence (a lease as long
+// as the locked secondary's), so no moment exists between the end of the
+// Phase 3 fence and the post-swap fence in which a stale cache could land a
+// write there (found by `cutover chaos`: an acknowledged write lost after a
+// slow swap). A move back retires that fence's token at the new primary, so
+// a late copy of the request cannot fence it again.
+func TestOldLocationFencedAtTheSwap(t *testing.T) {
+	e := mustEnv(t)
+	cfg := e.config()
+	const res = "conv/fenced-at-swap"
+	var checked atomic.Int32
+	cfg.AfterAppend = func(env *events.Envelope) error {
+		if env.Type != events.TypeSwapped || env.State.Resource != res {
+			return nil
+		}
+		for _, svc := range testServices {
+			f, err := e.stores["us"][svc].GetFence(res)
+			if err != nil {
+				t.Errorf("%s: %v", svc, err)
+				continue
+			}
+			if f.Level != store.FenceWrite || f.Expiry.Before(time.Now().Add(50*time.Minute)) {
+				t.Errorf("%s at the old location when the swap is recorded: %s fence until %s, want the post-swap write fence (~1 h)", svc, f.Level, f.Expiry)
+			}
+		}
+		checked.Add(1)
+		return nil
+	}
+	e.startWorker(cfg)
+	e.seed(res, 3)
+	ctx := context.Background()
+	id1, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st1 := e.waitDone(id1, 30*time.Second)
+	if st1.Status != events.StatusCompleted || checked.Load() == 0 {
+		t.Fatalf("move: %s %s (swap checked %d times)", st1.Status, st1.Reason, checked.Load())
+	}
+	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(id2, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("move back: %s %s", st.Status, st.Reason)
+	}
+	for _, svc := range testServices {
+		err := e.stores["us"][svc].SetFence(res, store.Fence{Level: store.FenceWrite, Token: st1.Token, Expiry: time.Now().Add(time.Hour)})
+		if !errors.Is(err, store.ErrTokenRetired) {
+			t.Errorf("%s: a late post-swap fence of the first move at the primary: %v, want ErrTokenRetired", svc, err)
 		}
 	}
 }

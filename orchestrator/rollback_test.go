@@ -158,3 +158,69 @@ func TestTransientFailuresAndCancel(t *testing.T) {
 		t.Fatalf("%d StepFailed", countType(h, events.TypeStepFailed))
 	}
 }
+
+// One service's export failing while the other's succeeds: the good page
+// is checkpointed and no failure is counted; only a round in which every
+// page fails counts toward the phase's retry limit (the services' pages are
+// copied concurrently, one event per round).
+func TestPartialPageFailure(t *testing.T) {
+	e := mustEnv(t)
+	e.seed("conv/partial", 20)
+	f := e.wrap("us", testServices[1])
+	var fails atomic.Int32
+	f.onExport = func(req services.ExportRequest) error {
+		if req.Mode == services.Historical && fails.Add(1) <= 2 {
+			return services.Errorf(services.CodeUnavailable, "injected export failure")
+		}
+		return nil
+	}
+	e.startWorker(e.config())
+	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/partial", Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitDone(id, 30*time.Second)
+	if st.Status != events.StatusCompleted || st.Attempt != 1 {
+		t.Fatalf("status %s attempt %d (%s)", st.Status, st.Attempt, st.Reason)
+	}
+	h := e.history(id)
+	if n := countType(h, events.TypeStepFailed); n != 0 {
+		t.Fatalf("%d StepFailed events, want 0 (the other service made progress each round)", n)
+	}
+	single := 0
+	for _, ev := range h {
+		// (The failing service's last pages stand alone too, once the
+		// healthy one is done.)
+		if b, ok := ev.Body.(events.PageCopied); ok && b.Service == testServices[0] {
+			single++
+		}
+	}
+	if single != 2 {
+		t.Fatalf("%d rounds with only the healthy service's page, want 2 (the rounds its peer failed)", single)
+	}
+	e.assertMigrated("conv/partial")
+	assertFold(t, h)
+
+	// Every page failing is a transient failure of the phase.
+	e.seed("conv/allfail", 3)
+	var all atomic.Int32
+	for _, svc := range testServices {
+		g := e.wrap("us", svc)
+		g.onExport = func(req services.ExportRequest) error {
+			if req.Resource == "conv/allfail" && req.Mode == services.Historical && all.Add(1) <= int32(len(testServices)) {
+				return services.Errorf(services.CodeUnavailable, "injected export failure")
+			}
+			return nil
+		}
+	}
+	id2, err := e.client.Start(context.Background(), events.Start{Resource: "conv/allfail", Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(id2, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("status %s (%s)", st.Status, st.Reason)
+	}
+	if n := countType(e.history(id2), events.TypeStepFailed); n != 1 {
+		t.Fatalf("%d StepFailed events, want 1", n)
+	}
+}

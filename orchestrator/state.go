@@ -38,7 +38,15 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 		n.Phase, n.Status = events.PhaseRequested, events.StatusActive
 		n.RequestedAt, n.AttemptAt = at, at
 	case events.PreLocked:
-		n.Source, n.WaitUntil, n.LockExpiry, n.Previous = b.Source, b.WaitUntil.UTC(), b.Expiry.UTC(), b.Previous
+		n.Source, n.WaitUntil, n.LockExpiry = b.Source, b.WaitUntil.UTC(), b.Expiry.UTC()
+		// A later attempt of the same migration finds the document last
+		// released by its own earlier attempt: that names no predecessor,
+		// and overwriting the earlier attempt's link would cut the chain
+		// clearPreviousFence walks (found by chaos: a move back after a
+		// rolled-back first attempt left the old post-swap fence in place).
+		if b.Previous != n.ID {
+			n.Previous = b.Previous
+		}
 		n.Phase, n.PreLockedAt = events.PhasePreLocked, at
 	case events.Converged:
 		n.Phase, n.ConvergedAt, n.WaitUntil = events.PhaseConverged, at, at
@@ -59,23 +67,21 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 			n.Phase = events.PhaseDelta
 		}
 	case events.PageCopied:
-		if p := n.Service(b.Service); p != nil {
-			p.Started, p.SyncToken, p.Cursor, p.HistoricalDone = true, b.SyncToken, b.Next, !b.More
-			p.Pages++
-			p.Records += b.Count
+		applyPage(n, b)
+	case events.PagesCopied:
+		for _, pg := range b.Pages {
+			applyPage(n, pg)
 		}
-		addPending(n, b.Dependents)
 	case events.Renewed:
 		n.LockExpiry = b.Expiry.UTC()
 	case events.WriteLocked:
 		n.Phase, n.WriteLockedAt, n.LockExpiry = events.PhaseWriteLocked, at, b.Expiry.UTC()
 	case events.DeltaCopied:
-		if p := n.Service(b.Service); p != nil {
-			p.DeltaCursor, p.DeltaDone = b.Next, !b.More
-			p.Pages++
-			p.Records += b.Count
+		applyDelta(n, b)
+	case events.DeltasCopied:
+		for _, pg := range b.Pages {
+			applyDelta(n, pg)
 		}
-		addPending(n, b.Dependents)
 	case events.Validated:
 		if b.OK {
 			n.Phase = events.PhaseValidated
@@ -172,4 +178,24 @@ func addPending(n *events.State, deps []string) {
 			n.PendingChildren = append(n.PendingChildren, d)
 		}
 	}
+}
+
+// applyPage checkpoints one historical page into n.
+func applyPage(n *events.State, b events.PageCopied) {
+	if p := n.Service(b.Service); p != nil {
+		p.Started, p.SyncToken, p.Cursor, p.HistoricalDone = true, b.SyncToken, b.Next, !b.More
+		p.Pages++
+		p.Records += b.Count
+	}
+	addPending(n, b.Dependents)
+}
+
+// applyDelta checkpoints one delta page into n.
+func applyDelta(n *events.State, b events.DeltaCopied) {
+	if p := n.Service(b.Service); p != nil {
+		p.DeltaCursor, p.DeltaDone = b.Next, !b.More
+		p.Pages++
+		p.Records += b.Count
+	}
+	addPending(n, b.Dependents)
 }

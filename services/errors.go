@@ -93,7 +93,7 @@ func ToError(err error) *Error {
 		return &Error{Code: CodeInvalid, Message: err.Error()}
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, kvrouting.ErrNotFound):
 		return &Error{Code: CodeNotFound, Message: err.Error()}
-	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrDeleted), errors.Is(err, store.ErrFenceHeld), errors.Is(err, kvrouting.ErrConflict),
+	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrDeleted), errors.Is(err, store.ErrFenceHeld), errors.Is(err, store.ErrTokenRetired), errors.Is(err, kvrouting.ErrConflict),
 		errors.Is(err, kvrouting.ErrExists), errors.Is(err, kvrouting.ErrTokenMismatch), errors.Is(err, kvrouting.ErrIllegalTransition):
 		return &Error{Code: CodeConflict, Message: err.Error()}
 	case errors.Is(err, kvrouting.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

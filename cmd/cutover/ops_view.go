@@ -62,6 +62,18 @@ func describe(e *events.Envelope) string {
 		return "writes get 423 until swap; lease until " + clock(b.Expiry)
 	case events.DeltaCopied:
 		return pageLine(b.Service, b.Count, b.Cursor, b.Next, b.More, b.Dependents)
+	case events.PagesCopied:
+		lines := make([]string, len(b.Pages))
+		for i, p := range b.Pages {
+			lines[i] = pageLine(p.Service, p.Count, p.Cursor, p.Next, p.More, p.Dependents)
+		}
+		return strings.Join(lines, "; ")
+	case events.DeltasCopied:
+		lines := make([]string, len(b.Pages))
+		for i, p := range b.Pages {
+			lines[i] = pageLine(p.Service, p.Count, p.Cursor, p.Next, p.More, p.Dependents)
+		}
+		return strings.Join(lines, "; ")
 	case events.Validated:
 		if b.OK {
 			return fmt.Sprintf("ok: %d slices in %s", b.Slices, b.Duration.Round(time.Microsecond))

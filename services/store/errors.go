@@ -27,6 +27,9 @@ var (
 	// ErrFenceHeld is returned when a fence operation names a token other
 	// than the one of an unexpired fence.
 	ErrFenceHeld = errors.New("store: fence held by another token")
+	// ErrTokenRetired is returned by SetFence for a token whose fence was
+	// cleared at this store before: a late request of a finished attempt.
+	ErrTokenRetired = errors.New("store: fence token retired")
 
 	// ErrInvalid is returned for a malformed argument (resource, id, kind,
 	// cursor name, token, fence, timestamps); nothing is changed.

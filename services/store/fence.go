@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -63,23 +64,63 @@ type storedFence struct {
 	Token  string `msgpack:"t"`
 	Expiry int64  `msgpack:"e"`
 	SetAt  int64  `msgpack:"a"`
+	// Retired are the tokens cleared at this store for this resource, most
+	// recent last (at most maxRetired): a fence request carrying one of them
+	// is a late delivery from a migration attempt that has already been
+	// rolled back or superseded, and is refused.
+	Retired []string `msgpack:"r,omitempty"`
 }
 
+// maxRetired bounds the retired tokens kept per resource. A token is
+// retired when its migration clears its fence (rollback) or a later
+// migration clears it (moving back); a late request can only come from a
+// recent attempt, so the last few suffice.
+const maxRetired = 16
+
 func (s *Store) getFence(r reader, res string) (Fence, error) {
+	f, _, err := s.getFenceRetired(r, res)
+	return f, err
+}
+
+// getFenceRetired returns the fence and the retired tokens of res.
+func (s *Store) getFenceRetired(r reader, res string) (Fence, []string, error) {
 	var sf storedFence
 	err := s.getValue(r, fenceKey(res), &sf)
 	if errors.Is(err, ErrNotFound) {
-		return Fence{}, nil
+		return Fence{}, nil, nil
 	}
 	if err != nil {
-		return Fence{}, err
+		return Fence{}, nil, err
 	}
-	return Fence{
-		Level:  FenceLevel(sf.Level),
-		Token:  sf.Token,
-		Expiry: time.Unix(0, sf.Expiry),
-		SetAt:  time.Unix(0, sf.SetAt),
-	}, nil
+	f := Fence{Level: FenceLevel(sf.Level), Token: sf.Token}
+	if f.Level != FenceNone {
+		f.Expiry, f.SetAt = time.Unix(0, sf.Expiry), time.Unix(0, sf.SetAt)
+	}
+	return f, sf.Retired, nil
+}
+
+// putFence stores f (FenceNone: no fence) with the retired tokens.
+func (s *Store) putFence(res string, f Fence, retired []string) error {
+	sf := storedFence{Level: uint8(f.Level), Token: f.Token, Retired: retired}
+	if f.Level != FenceNone {
+		sf.Expiry, sf.SetAt = f.Expiry.UnixNano(), f.SetAt.UnixNano()
+	} else {
+		sf.Token = ""
+	}
+	if sf.Level == uint8(FenceNone) && len(retired) == 0 {
+		if err := s.db.Delete(fenceKey(res), s.write); err != nil {
+			return fmt.Errorf("store: clear fence: %w", err)
+		}
+		return nil
+	}
+	b, err := msgpack.Marshal(&sf)
+	if err != nil {
+		return fmt.Errorf("store: encode fence: %w", err)
+	}
+	if err := s.db.Set(fenceKey(res), b, s.write); err != nil {
+		return fmt.Errorf("store: set fence: %w", err)
+	}
+	return nil
 }
 
 // GetFence returns the stored fence of resource, expired or not (check
@@ -112,7 +153,11 @@ func (s *Store) GetFence(resource string) (Fence, error) {
 //     ClearFence), and a stale replay of the hard-delete step arriving after
 //     the write step must not re-open writes during the delta export; the
 //     stronger fence is already at least what was asked;
-//   - another token while the stored fence is active: ErrFenceHeld.
+//   - another token while the stored fence is active: ErrFenceHeld;
+//   - a retired token (one ClearFence named before): ErrTokenRetired. A
+//     fence request delivered late, after its attempt was rolled back or a
+//     later migration moved the resource back here, must not fence a
+//     primary (found by `cutover chaos`: hour-long fences on a primary).
 //
 // Other errors: ErrInvalid, ErrClosed, ErrCorrupt. Once SetFence returns with
 // a write fence, no user mutation of the resource commits until the fence
@@ -138,9 +183,12 @@ func (s *Store) SetFence(resource string, f Fence) error {
 	defer unlock()
 
 	now := s.now()
-	cur, err := s.getFence(s.db, resource)
+	cur, retired, err := s.getFenceRetired(s.db, resource)
 	if err != nil {
 		return err
+	}
+	if slices.Contains(retired, f.Token) {
+		return fmt.Errorf("%w: the fence of this token was cleared", ErrTokenRetired)
 	}
 	next := Fence{Level: f.Level, Token: f.Token, Expiry: f.Expiry, SetAt: now}
 	if cur.Active(now) {
@@ -154,21 +202,15 @@ func (s *Store) SetFence(resource string, f Fence) error {
 			next.Expiry = cur.Expiry
 		}
 	}
-	b, err := msgpack.Marshal(&storedFence{
-		Level: uint8(next.Level), Token: next.Token,
-		Expiry: next.Expiry.UnixNano(), SetAt: next.SetAt.UnixNano(),
-	})
-	if err != nil {
-		return fmt.Errorf("store: encode fence: %w", err)
-	}
-	if err := s.db.Set(fenceKey(resource), b, s.write); err != nil {
-		return fmt.Errorf("store: set fence: %w", err)
-	}
-	return nil
+	return s.putFence(resource, next, retired)
 }
 
-// ClearFence removes the fence of resource (rollback). token must match the
-// stored fence's, unless that fence has expired. No fence: nil. Errors:
+// ClearFence removes the fence of resource (rollback, or a migration moving
+// the resource back clearing its predecessor's post-swap fence) and retires
+// token: SetFence refuses it from then on, so a fence request of that token
+// delivered late changes nothing. token must match the stored fence's,
+// unless that fence has expired; the token is retired either way. No
+// fence: nil. Errors:
 // ErrInvalid (bad resource or empty token), ErrFenceHeld, ErrClosed,
 // ErrCorrupt.
 func (s *Store) ClearFence(resource, token string) error {
@@ -191,7 +233,8 @@ func (s *Store) ForceClearFence(resource string) error {
 	return s.clearFence(resource, "")
 }
 
-// clearFence clears the fence; token "" means force.
+// clearFence clears the fence and retires token; token "" means force
+// (the current fence's token is retired).
 func (s *Store) clearFence(resource, token string) error {
 	if err := s.enter(); err != nil {
 		return err
@@ -200,23 +243,36 @@ func (s *Store) clearFence(resource, token string) error {
 	unlock := s.lockResource(resource)
 	defer unlock()
 
-	if token != "" {
-		cur, err := s.getFence(s.db, resource)
-		if err != nil {
-			return err
-		}
-		if cur.Level == FenceNone {
-			return nil
-		}
-		if cur.Token != token && cur.Active(s.now()) {
-			return fmt.Errorf("%w: %s fence until %s", ErrFenceHeld, cur.Level,
-				cur.Expiry.UTC().Format(time.RFC3339Nano))
+	cur, retired, err := s.getFenceRetired(s.db, resource)
+	if errors.Is(err, ErrCorrupt) && token == "" {
+		// The admin path works on a corrupt fence: it goes, and with it
+		// the retired tokens it held.
+		cur, retired, err = Fence{}, nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	retire := token
+	if token == "" {
+		retire = cur.Token
+	}
+	if retire != "" && !slices.Contains(retired, retire) {
+		retired = append(retired, retire)
+		if len(retired) > maxRetired {
+			retired = slices.Clone(retired[len(retired)-maxRetired:])
 		}
 	}
-	if err := s.db.Delete(fenceKey(resource), s.write); err != nil {
-		return fmt.Errorf("store: clear fence: %w", err)
+	var held error
+	next := Fence{}
+	if token != "" && cur.Level != FenceNone && cur.Token != token && cur.Active(s.now()) {
+		// Another token's fence stays; ours is retired all the same.
+		held = fmt.Errorf("%w: %s fence until %s", ErrFenceHeld, cur.Level, cur.Expiry.UTC().Format(time.RFC3339Nano))
+		next = cur
 	}
-	return nil
+	if err := s.putFence(resource, next, retired); err != nil {
+		return err
+	}
+	return held
 }
 
 // fenceErr returns the *FencedError for an active fence, token stripped.

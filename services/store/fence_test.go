@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +146,7 @@ func TestFenceTokenRules(t *testing.T) {
 	if f := get(); f != (Fence{}) {
 		t.Fatalf("no fence: %+v", f)
 	}
-	assertEqual(t, "clear absent", s.ClearFence(res, "A"), error(nil))
+	assertEqual(t, "clear absent", s.ClearFence(res, "Z"), error(nil))
 
 	MustSetFence(t, s, res, fence(FenceHardDelete, "A", hd))
 	if f := get(); f.Level != FenceHardDelete || f.Token != "A" || !f.Expiry.Equal(hd) || !f.SetAt.Equal(now) {
@@ -185,8 +186,9 @@ func TestFenceTokenRules(t *testing.T) {
 	})
 	t.Run("expired fence yields to another token", func(t *testing.T) {
 		clock.Advance(5 * time.Minute)
-		MustSetFence(t, s, res, fence(FenceHardDelete, "B", clock.Now().Add(time.Hour)))
-		assertEqual(t, "token", get().Token, "B")
+		// (B was retired by the refused clear above: another fresh token.)
+		MustSetFence(t, s, res, fence(FenceHardDelete, "B2", clock.Now().Add(time.Hour)))
+		assertEqual(t, "token", get().Token, "B2")
 		clock.Advance(time.Hour)
 		if err := s.ClearFence(res, "C"); err != nil {
 			t.Fatalf("clearing an expired fence: %v", err)
@@ -233,4 +235,76 @@ func TestDeleteTombstoneWithoutFence(t *testing.T) {
 	if _, err := s.DeleteTombstone("conv/a", "m2"); !errors.Is(err, ErrFenced) {
 		t.Fatalf("under write fence: %v", err)
 	}
+}
+
+// TestClearedTokenIsRetired: a fence request delivered after its token's
+// fence was cleared (the attempt rolled back, or a later migration moved
+// the resource back here) is refused and changes nothing; a token cleared
+// while another token's fence stands is retired all the same; a forced
+// clear retires the holder's token; the list is bounded and durable.
+func TestClearedTokenIsRetired(t *testing.T) {
+	clock := newFakeClock()
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hour := clock.Now().Add(time.Hour)
+	MustSetFence(t, s, res, fence(FenceWrite, "old", hour))
+	if err := s.ClearFence(res, "old"); err != nil {
+		t.Fatal(err)
+	}
+	err = s.SetFence(res, fence(FenceWrite, "old", hour))
+	assertErrIs(t, "late SetFence of a cleared token", err, ErrTokenRetired)
+	if f, _ := s.GetFence(res); f.Active(clock.Now()) {
+		t.Fatalf("a retired token fenced the resource: %+v", f)
+	}
+	MustPut(t, s, res, rec("m1", "message", "writable"), true)
+
+	// Clearing a token that never fenced here (the late request has not
+	// arrived yet) retires it too.
+	if err := s.ClearFence(res, "late"); err != nil {
+		t.Fatal(err)
+	}
+	assertErrIs(t, "SetFence after its clear", s.SetFence(res, fence(FenceHardDelete, "late", hour)), ErrTokenRetired)
+
+	// Another token's active fence stays, and the cleared token is retired.
+	MustSetFence(t, s, res, fence(FenceHardDelete, "cur", hour))
+	assertErrIs(t, "clear another's fence", s.ClearFence(res, "other"), ErrFenceHeld)
+	if f, _ := s.GetFence(res); f.Token != "cur" || !f.Active(clock.Now()) {
+		t.Fatalf("fence after a refused clear: %+v", f)
+	}
+	clock.Advance(2 * time.Hour)
+	assertErrIs(t, "SetFence of a token cleared under another's fence", s.SetFence(res, fence(FenceWrite, "other", clock.Now().Add(time.Hour))), ErrTokenRetired)
+
+	// A forced clear retires the holder's token.
+	MustSetFence(t, s, res, fence(FenceWrite, "held", clock.Now().Add(time.Hour)))
+	if err := s.ForceClearFence(res); err != nil {
+		t.Fatal(err)
+	}
+	assertErrIs(t, "holder after a forced clear", s.SetFence(res, fence(FenceWrite, "held", clock.Now().Add(time.Hour))), ErrTokenRetired)
+
+	// Bounded: the oldest retirements fall off; the newest stay.
+	for i := range maxRetired {
+		if err := s.ClearFence(res, fmt.Sprintf("bulk-%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	MustSetFence(t, s, res, fence(FenceWrite, "old", clock.Now().Add(time.Minute)))
+	if err := s.ClearFence(res, "old"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Durable: the retirements survive a reopen.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(Options{Dir: dir, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	assertErrIs(t, "retired after reopen", s.SetFence(res, fence(FenceWrite, fmt.Sprintf("bulk-%02d", maxRetired-1), clock.Now().Add(time.Hour))), ErrTokenRetired)
+	assertErrIs(t, "retired again after reopen", s.SetFence(res, fence(FenceWrite, "old", clock.Now().Add(time.Hour))), ErrTokenRetired)
+	MustSetFence(t, s, res, fence(FenceWrite, "bulk-00", clock.Now().Add(time.Hour))) // fell off the bounded list
 }
