@@ -29,12 +29,29 @@ var benchSuites = []struct {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	args, prof, err := profileFlags(args)
+	if err != nil {
+		return err
+	}
+	if prof.cpu != "" || prof.mem != "" {
+		stop, err := prof.start()
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintln(stderr, "bench: profile:", err)
+			} else {
+				fmt.Fprintf(stderr, "bench: profiles written (cpu %q, heap %q); read with: go tool pprof -top <binary> <file>\n", prof.cpu, prof.mem)
+			}
+		}()
+	}
 	var names []string
 	for _, s := range benchSuites {
 		names = append(names, s.name)
 	}
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintln(stdout, "Usage: cutover bench <suite> [--json] [flags]\n\nSuites:")
+		fmt.Fprintln(stdout, "Usage: cutover bench [--cpuprofile FILE] [--memprofile FILE] <suite> [--json] [flags]\n\nSuites:")
 		for _, s := range benchSuites {
 			fmt.Fprintf(stdout, "  %-10s %s\n", s.name, s.help)
 		}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -96,5 +98,27 @@ func allCompleted(t *testing.T, fig any) {
 	}
 	if m["migrations"] == nil || m["migrations"] != m["completed"] || m["migrations"].(float64) < 1 {
 		t.Errorf("migrations %v, completed %v", m["migrations"], m["completed"])
+	}
+}
+
+// TestBenchProfiles checks --cpuprofile/--memprofile write pprof files and
+// that a missing file name is a usage error that runs nothing.
+func TestBenchProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "heap.pprof")
+	code, _, errs := run(t, "bench", "--cpuprofile", cpu, "--memprofile="+mem, "validate", "--json", "--sizes", "100")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, f := range []string{cpu, mem} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s: %v", f, err)
+		}
+	}
+	if code, _, _ := run(t, "bench", "--cpuprofile"); code != 2 {
+		t.Errorf("--cpuprofile without a file: exit %d, want 2", code)
+	}
+	if code, _, _ := run(t, "bench", "--memprofile=", "validate"); code != 2 {
+		t.Errorf("--memprofile= : exit %d, want 2", code)
 	}
 }
