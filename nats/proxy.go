@@ -249,6 +249,7 @@ func StartProxiedCluster(opts ClusterOptions) (*ProxiedCluster, error) {
 			ClusterName: name,
 			ClusterPort: ports[i],
 			Routes:      routes,
+			NoAdvertise: true,
 		})
 		if err != nil {
 			return fail(err)
@@ -300,10 +301,9 @@ func (pc *ProxiedCluster) setLinks(k int, mode ProxyMode) {
 }
 
 // Routes returns how many route connections node k has (0 when it is
-// stopped). After a ProxyDrop partition it drops to 0 unless a peer holds
-// an implicit route to k's real cluster port: nats-server gossips the
-// route addresses it listens on, and Options has no NoAdvertise, so a
-// partition can leak; callers should check.
+// stopped). After a ProxyDrop partition it drops to 0 unless a peer still
+// holds a route to k that bypasses the proxies; the nodes run with
+// NoAdvertise so none should, but callers should check.
 func (pc *ProxiedCluster) Routes(k int) int {
 	if k < 0 || k >= len(pc.Servers) || !pc.Servers[k].Running() {
 		return 0

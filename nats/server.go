@@ -68,6 +68,10 @@ type Options struct {
 	// Routes are the route URLs of the other nodes, e.g.
 	// "nats-route://127.0.0.1:6222".
 	Routes []string
+	// NoAdvertise stops the node gossiping its real route address, so
+	// peers reach it only through the Routes they were given (the proxied
+	// chaos cluster: a partition must cut every route of a node).
+	NoAdvertise bool
 }
 
 // Bool returns a pointer to b, for Options.SyncAlways and
@@ -87,6 +91,7 @@ type resolved struct {
 	logging      bool
 	clusterName  string
 	routes       []*url.URL
+	noAdvertise  bool
 }
 
 // Validate reports whether the options can start a server. It returns an
@@ -193,6 +198,7 @@ func newServer(opts Options) (*Server, error) {
 		maxStore:     opts.MaxStore,
 		logging:      opts.Logging,
 		clusterName:  opts.ClusterName,
+		noAdvertise:  opts.NoAdvertise,
 	}
 	if cfg.name == "" {
 		cfg.name = "cutover-" + randomHex(4)
@@ -248,6 +254,7 @@ func (s *Server) serverOptions(port, clusterPort int) *server.Options {
 		o.Cluster.Name = s.cfg.clusterName
 		o.Cluster.Host = s.cfg.host
 		o.Cluster.Port = orRandom(clusterPort)
+		o.Cluster.NoAdvertise = s.cfg.noAdvertise
 		o.Routes = append([]*url.URL(nil), s.cfg.routes...)
 	}
 	return o

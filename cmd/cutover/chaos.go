@@ -19,6 +19,7 @@ type chaosOptions struct {
 	json     bool
 	workers  int
 	clients  int
+	think    time.Duration
 	verbose  bool
 }
 
@@ -31,12 +32,13 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.IntVar(&o.workers, "workers", 3, "orchestrator workers alive at once (>= 2)")
 	fs.IntVar(&o.clients, "clients", 6, "concurrent users driving live traffic")
+	fs.DurationVar(&o.think, "think", 100*time.Millisecond, "mean pause between one user's requests (uniform in [think/2, 3*think/2]); the traffic is live but bounded, so conversations stay of a size that migrates in seconds")
 	fs.BoolVar(&o.verbose, "v", false, "log every nemesis action to stderr")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if o.workers < 2 || o.clients < 1 || o.duration <= 0 {
-		return fmt.Errorf("%w: --workers must be >= 2, --clients >= 1, --duration > 0", errUsage)
+	if o.workers < 2 || o.clients < 1 || o.duration <= 0 || o.think < 2*time.Millisecond {
+		return fmt.Errorf("%w: --workers must be >= 2, --clients >= 1, --duration > 0, --think >= 2ms", errUsage)
 	}
 	rep, err := chaos(ctx, o, stderr)
 	if err != nil {

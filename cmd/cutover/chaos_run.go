@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -214,6 +215,7 @@ func chaos(ctx context.Context, o chaosOptions, stderr io.Writer) (*chaosReport,
 	}
 
 	// Live traffic: half the users talk to the stale API.
+	think := cmp.Or(o.think, 100*time.Millisecond)
 	trafficCtx, stopTraffic := context.WithCancel(ctx)
 	defer stopTraffic()
 	var attempted, acked, failedOther, reads atomic.Int64
@@ -285,7 +287,11 @@ func chaos(ctx context.Context, o chaosOptions, stderr io.Writer) (*chaosReport,
 				default:
 					failedOther.Add(1)
 				}
-				time.Sleep(time.Duration(3+rng.IntN(8)) * time.Millisecond)
+				// Think time: before the fence fixes, stuck 423s throttled the
+				// users; unthrottled they wrote ~300 messages/s into a few
+				// dozen conversations, which grew until a migration took
+				// minutes (44 migrations in a 10-minute run).
+				sleepCtx(trafficCtx, think/2+time.Duration(rng.Int64N(int64(think))))
 			}
 		})
 	}
@@ -470,7 +476,11 @@ func (r *chaosRun) migrate(ctx context.Context, newConv func(context.Context, in
 	tick := 0
 	for ctx.Err() == nil {
 		tick++
-		r.reap(ctx)
+		t0 := time.Now()
+		left := r.reap(ctx)
+		if d := time.Since(t0); d > time.Second {
+			r.logf("slow reap: %d in flight checked in %s", left, d.Round(time.Millisecond))
+		}
 		if rng.IntN(4) == 0 {
 			r.mu.Lock()
 			i := len(r.mu.convs)
