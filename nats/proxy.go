@@ -249,7 +249,10 @@ func StartProxiedCluster(opts ClusterOptions) (*ProxiedCluster, error) {
 			ClusterName: name,
 			ClusterPort: ports[i],
 			Routes:      routes,
-			NoAdvertise: true,
+			// Gossip an address nobody listens on: a peer that learns
+			// of this node cannot open an implicit route around the
+			// proxies (connection refused), only the explicit one.
+			ClusterAdvertise: "127.0.0.1:1",
 		})
 		if err != nil {
 			return fail(err)
@@ -302,8 +305,8 @@ func (pc *ProxiedCluster) setLinks(k int, mode ProxyMode) {
 
 // Routes returns how many route connections node k has (0 when it is
 // stopped). After a ProxyDrop partition it drops to 0 unless a peer still
-// holds a route to k that bypasses the proxies; the nodes run with
-// NoAdvertise so none should, but callers should check.
+// holds a route to k that bypasses the proxies; the nodes gossip an
+// unreachable route address so none should, but callers should check.
 func (pc *ProxiedCluster) Routes(k int) int {
 	if k < 0 || k >= len(pc.Servers) || !pc.Servers[k].Running() {
 		return 0

@@ -68,10 +68,11 @@ type Options struct {
 	// Routes are the route URLs of the other nodes, e.g.
 	// "nats-route://127.0.0.1:6222".
 	Routes []string
-	// NoAdvertise stops the node gossiping its real route address, so
-	// peers reach it only through the Routes they were given (the proxied
-	// chaos cluster: a partition must cut every route of a node).
-	NoAdvertise bool
+	// ClusterAdvertise is the route address the node gossips to its peers
+	// ("": its real one). The proxied chaos cluster gives an address nobody
+	// listens on, so peers reach a node only through the Routes (proxies)
+	// they were given and a partition cuts every route of the node.
+	ClusterAdvertise string
 }
 
 // Bool returns a pointer to b, for Options.SyncAlways and
@@ -91,7 +92,7 @@ type resolved struct {
 	logging      bool
 	clusterName  string
 	routes       []*url.URL
-	noAdvertise  bool
+	advertise    string
 }
 
 // Validate reports whether the options can start a server. It returns an
@@ -198,7 +199,7 @@ func newServer(opts Options) (*Server, error) {
 		maxStore:     opts.MaxStore,
 		logging:      opts.Logging,
 		clusterName:  opts.ClusterName,
-		noAdvertise:  opts.NoAdvertise,
+		advertise:    opts.ClusterAdvertise,
 	}
 	if cfg.name == "" {
 		cfg.name = "cutover-" + randomHex(4)
@@ -254,7 +255,7 @@ func (s *Server) serverOptions(port, clusterPort int) *server.Options {
 		o.Cluster.Name = s.cfg.clusterName
 		o.Cluster.Host = s.cfg.host
 		o.Cluster.Port = orRandom(clusterPort)
-		o.Cluster.NoAdvertise = s.cfg.noAdvertise
+		o.Cluster.Advertise = s.cfg.advertise
 		o.Routes = append([]*url.URL(nil), s.cfg.routes...)
 	}
 	return o

@@ -481,7 +481,10 @@ func (r *chaosRun) migrate(ctx context.Context, newConv func(context.Context, in
 		if d := time.Since(t0); d > time.Second {
 			r.logf("slow reap: %d in flight checked in %s", left, d.Round(time.Millisecond))
 		}
-		if rng.IntN(4) == 0 {
+		// Now and then a new conversation, and always when few are idle (so
+		// the number of conversations, not the engine, never limits the
+		// migrations started).
+		if rng.IntN(4) == 0 || len(r.idleConvs()) < 6 {
 			r.mu.Lock()
 			i := len(r.mu.convs)
 			r.mu.Unlock()
@@ -515,16 +518,24 @@ func (r *chaosRun) migrate(ctx context.Context, newConv func(context.Context, in
 			}
 			continue
 		}
+		// The candidates concurrently, for the same reason as reap.
+		var wg sync.WaitGroup
 		for _, c := range idle[:min(len(idle), 1+rng.IntN(3))] {
-			doc, err := r.lk.Get(ctx, chatResource(c))
-			if err != nil || !doc.Primary.Lock.IsZero() {
-				continue
-			}
-			target := r.other(doc.Primary.Region)
-			id, err := r.orch.Start(ctx, events.Start{Resource: "conv/" + c, Target: target})
-			if err == nil {
-				r.track(id, false, c)
-			}
+			wg.Go(func() {
+				doc, err := r.lk.Get(ctx, chatResource(c))
+				if err != nil || !doc.Primary.Lock.IsZero() {
+					return
+				}
+				target := r.other(doc.Primary.Region)
+				id, err := r.orch.Start(ctx, events.Start{Resource: "conv/" + c, Target: target})
+				if err == nil {
+					r.track(id, false, c)
+				}
+			})
+		}
+		wg.Wait()
+		if d := time.Since(t0); d > 2*time.Second {
+			r.logf("slow tick: %s", d.Round(time.Millisecond))
 		}
 		sleepCtx(ctx, time.Duration(200+rng.IntN(400))*time.Millisecond)
 	}
@@ -581,12 +592,27 @@ func (r *chaosRun) reap(ctx context.Context) int {
 		ids = append(ids, id)
 	}
 	r.mu.Unlock()
+	// All at once: during a leader kill each read may wait out its timeout,
+	// and one tick must not wait for the sum of them.
+	states := make([]*events.State, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, id := range ids {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			if st, _, err := r.orch.State(sctx, id); err == nil {
+				states[i] = st
+			}
+		})
+	}
+	wg.Wait()
 	left := 0
-	for _, id := range ids {
-		sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		st, _, err := r.orch.State(sctx, id)
-		cancel()
-		if err != nil || !st.Status.Terminal() {
+	for i, id := range ids {
+		st := states[i]
+		if st == nil || !st.Status.Terminal() {
 			left++
 			continue
 		}
