@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 )
 
 // benchProfile names the pprof files a bench run writes (issue 7: profile
@@ -42,23 +44,71 @@ func profileFlags(args []string) ([]string, benchProfile, error) {
 	return args, p, nil
 }
 
-// start begins CPU profiling (if asked); stop ends it and writes the heap
-// profile (if asked).
+// cpuRun is the CPU profile in progress; see profileMeasured.
+var cpuRun struct {
+	sync.Mutex
+	path     string
+	buf      *bytes.Buffer // the set-up phase, discarded once a suite marks its measured phase
+	measured bool
+}
+
+// profileMeasured marks the start of a suite's measured phase: the CPU
+// profile restarts there, so seeding and set-up do not drown the hot paths
+// of what the suite measures. A suite that never calls it is profiled whole.
+func profileMeasured() {
+	cpuRun.Lock()
+	defer cpuRun.Unlock()
+	if cpuRun.path == "" || cpuRun.measured {
+		return
+	}
+	pprof.StopCPUProfile()
+	f, err := os.Create(cpuRun.path)
+	if err != nil {
+		return // stop reports the file error
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return
+	}
+	cpuRun.buf, cpuRun.measured = nil, true
+	cpuFile = f
+}
+
+// cpuFile is the profile file once the measured phase started.
+var cpuFile *os.File
+
+// start begins CPU profiling (if asked) into memory; stop ends it and
+// writes the CPU profile (the measured phase, or the whole run) and the
+// heap profile (if asked).
 func (p benchProfile) start() (stop func() error, err error) {
-	var cpu *os.File
 	if p.cpu != "" {
-		if cpu, err = os.Create(p.cpu); err != nil {
+		f, err := os.Create(p.cpu) // fail early on a bad path
+		if err != nil {
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
-		if err := pprof.StartCPUProfile(cpu); err != nil {
-			cpu.Close()
+		f.Close()
+		cpuRun.Lock()
+		cpuRun.path, cpuRun.buf, cpuRun.measured = p.cpu, &bytes.Buffer{}, false
+		cpuRun.Unlock()
+		if err := pprof.StartCPUProfile(cpuRun.buf); err != nil {
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
 	}
 	return func() error {
-		if cpu != nil {
+		if p.cpu != "" {
+			cpuRun.Lock()
 			pprof.StopCPUProfile()
-			if err := cpu.Close(); err != nil {
+			buf, measured := cpuRun.buf, cpuRun.measured
+			cpuRun.path = ""
+			cpuRun.Unlock()
+			if measured {
+				if cpuFile == nil {
+					return fmt.Errorf("cpu profile: %s could not be written", p.cpu)
+				}
+				if err := cpuFile.Close(); err != nil {
+					return err
+				}
+			} else if err := os.WriteFile(p.cpu, buf.Bytes(), 0o644); err != nil {
 				return err
 			}
 		}

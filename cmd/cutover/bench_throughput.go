@@ -73,6 +73,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	time.Sleep(300 * time.Millisecond)
+	profileMeasured()
 	cpu := bench.ReadCPU()
 	var ms []migrated
 	var wall time.Duration

@@ -474,6 +474,14 @@ func (r *chaosRun) stopWorkers() {
 func (r *chaosRun) migrate(ctx context.Context, newConv func(context.Context, int) error) {
 	rng := rand.New(rand.NewPCG(r.o.seed, 11))
 	tick := 0
+	var (
+		creating atomic.Bool
+		bg       sync.WaitGroup
+	)
+	defer bg.Wait()
+	r.mu.Lock()
+	nextConv := len(r.mu.convs) // the next conversation's number
+	r.mu.Unlock()
 	for ctx.Err() == nil {
 		tick++
 		t0 := time.Now()
@@ -484,13 +492,17 @@ func (r *chaosRun) migrate(ctx context.Context, newConv func(context.Context, in
 		// Now and then a new conversation, and always when few are idle (so
 		// the number of conversations, not the engine, never limits the
 		// migrations started).
-		if rng.IntN(4) == 0 || len(r.idleConvs()) < 6 {
-			r.mu.Lock()
-			i := len(r.mu.convs)
-			r.mu.Unlock()
-			if err := newConv(ctx, i); err != nil {
-				r.logf("new conversation: %v", err)
-			}
+		// In the background, one at a time: creating one posts its seed
+		// messages through the API, which under faults can take a minute.
+		if (rng.IntN(4) == 0 || len(r.idleConvs()) < 6) && creating.CompareAndSwap(false, true) {
+			i := nextConv
+			nextConv++
+			bg.Go(func() {
+				defer creating.Store(false)
+				if err := newConv(ctx, i); err != nil {
+					r.logf("new conversation: %v", err)
+				}
+			})
 		}
 		idle := r.idleConvs()
 		rng.Shuffle(len(idle), func(i, j int) { idle[i], idle[j] = idle[j], idle[i] })
