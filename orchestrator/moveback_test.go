@@ -3,11 +3,13 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -122,6 +124,85 @@ func TestOldLocationFencedAtTheSwap(t *testing.T) {
 		err := e.stores["us"][svc].SetFence(res, store.Fence{Level: store.FenceWrite, Token: st1.Token, Expiry: time.Now().Add(time.Hour)})
 		if !errors.Is(err, store.ErrTokenRetired) {
 			t.Errorf("%s: a late post-swap fence of the first move at the primary: %v, want ErrTokenRetired", svc, err)
+		}
+	}
+}
+
+// TestLateCleanupKeepsWhatCameBack: the source cleanup of us → eu, arriving
+// late (delayed in the network) while eu → us is copying into us, deletes
+// nothing: each service decides under its store's lock, from a leader read
+// of routing, that us is the target again (services.RoutingCleanupGuard).
+// Without the guard the cleanup would delete the records just imported.
+func TestLateCleanupKeepsWhatCameBack(t *testing.T) {
+	e := mustEnv(t)
+	for _, region := range []string{"us", "eu"} {
+		for _, svc := range testServices {
+			e.dir.Add(region, services.NewStoreParticipant(svc, e.stores[region][svc],
+				services.StoreParticipantOptions{KeepOnCleanup: services.RoutingCleanupGuard(e.locker, region)}))
+		}
+	}
+	const res = "conv/late-cleanup"
+	e.seed(res, 12)
+	cfg := e.config()
+	copied := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	cfg.BeforeAppend = func(st *events.State, b events.Body) error {
+		if st.Resource == res && st.Target == "us" && (b.Type() == events.TypePagesCopied || b.Type() == events.TypePageCopied) {
+			once.Do(func() { close(copied); <-release })
+		}
+		return nil
+	}
+	e.startWorker(cfg)
+	ctx := context.Background()
+	id1, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(id1, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("first move: %s %s", st.Status, st.Reason)
+	}
+	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-copied:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the move back never copied a page")
+	}
+	// The first move's cleanup request, late: us is the move back's target.
+	eps, err := e.dir.Endpoints(ctx, "us", "conv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range eps {
+		n, err := ep.Cleanup(ctx, res)
+		if err != nil || n != 0 {
+			t.Errorf("%s: late cleanup at the move back's target deleted %d (%v), want 0", ep.Service(), n, err)
+		}
+	}
+	close(release)
+	if st := e.waitDone(id2, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("move back: %s %s", st.Status, st.Reason)
+	}
+	for _, svc := range testServices {
+		live, _, err := e.stores["us"][svc].Count(res)
+		if err != nil || live != 12 {
+			t.Fatalf("%s at us after the move back: %d live records (%v), want 12", svc, live, err)
+		}
+	}
+	// Once the resource has left us again, a cleanup there deletes.
+	id3, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(id3, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("third move: %s %s", st.Status, st.Reason)
+	}
+	for _, ep := range eps {
+		if n, err := ep.Cleanup(ctx, res); err != nil || n == 0 {
+			t.Errorf("%s: cleanup of the old source deleted %d (%v), want > 0", ep.Service(), n, err)
 		}
 	}
 }

@@ -15,6 +15,12 @@ type StoreParticipantOptions struct {
 	// MaxPageBytes caps the encoded size of a page's record data (default
 	// 512 KiB) so a page always fits a NATS message.
 	MaxPageBytes int
+	// KeepOnCleanup, when set, is asked under the store's resource lock
+	// before Cleanup deletes anything: true keeps the records (Cleanup
+	// returns 0). Deployments answer from routing: "this region is the
+	// resource's primary again, or a migration's target" (see
+	// RoutingCleanupGuard).
+	KeepOnCleanup func(ctx context.Context, resource string) (bool, error)
 }
 
 // StoreParticipant implements Participant over a store.Store: the shared
@@ -182,7 +188,11 @@ func (p *StoreParticipant) ClearFence(ctx context.Context, resource, token strin
 
 // Cleanup implements Participant.
 func (p *StoreParticipant) Cleanup(ctx context.Context, resource string) (int, error) {
-	n, err := p.st.DeleteAll(resource)
+	var keep func() (bool, error)
+	if g := p.opts.KeepOnCleanup; g != nil {
+		keep = func() (bool, error) { return g(ctx, resource) }
+	}
+	n, _, err := p.st.DeleteAllUnless(resource, keep)
 	return n, toErr(err)
 }
 

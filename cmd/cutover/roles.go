@@ -428,9 +428,16 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 // publish to), the region's stores and their contract servers.
 func serviceOptions(cfg *systemConfig, ep *natsEndpoint) fx.Option {
 	return fx.Options(fx.Supply(cfg, ep),
-		fx.Provide(provideRoleConn, provideRoutingStore, provideRegions),
+		fx.Provide(provideRoleConn, provideRoutingStore, provideGuardLocker, provideRegions),
 		fx.Invoke(func(*kvrouting.Store) {}),
 		fx.Invoke(serveContracts))
+}
+
+// provideGuardLocker gives the service role the routing reads its cleanup
+// guard needs (services.RoutingCleanupGuard only reads from the leader; the
+// lock timings are the orchestrator's business).
+func provideGuardLocker(cfg *systemConfig, st *kvrouting.Store) (*kvrouting.Locker, error) {
+	return provideLocker(cfg, st, resolverMap{})
 }
 
 func dataLine(dir string) string {

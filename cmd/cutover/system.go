@@ -17,6 +17,7 @@ import (
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
+	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/contractnats"
@@ -315,10 +316,12 @@ func provideLocker(cfg *systemConfig, st *kvrouting.Store, rs resolverMap) (*kvr
 	return kvrouting.NewLocker(st, lc)
 }
 
-func provideRegions(lc fx.Lifecycle, cfg *systemConfig) (regionMap, error) {
+func provideRegions(lc fx.Lifecycle, cfg *systemConfig, lk *kvrouting.Locker) (regionMap, error) {
 	out := regionMap{}
 	for _, r := range cfg.Regions {
-		opts := chat.RegionOptions{Name: r, InMemory: cfg.InMemory || cfg.DataDir == ""}
+		// A source cleanup keeps what a later migration brings back here
+		// (decided under each store's lock: services.RoutingCleanupGuard).
+		opts := chat.RegionOptions{Name: r, InMemory: cfg.InMemory || cfg.DataDir == "", KeepOnCleanup: services.RoutingCleanupGuard(lk, r)}
 		if !opts.InMemory {
 			opts.Dir = filepath.Join(cfg.DataDir, "regions", r)
 		}

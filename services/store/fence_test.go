@@ -308,3 +308,46 @@ func TestClearedTokenIsRetired(t *testing.T) {
 	assertErrIs(t, "retired again after reopen", s.SetFence(res, fence(FenceWrite, "old", clock.Now().Add(time.Hour))), ErrTokenRetired)
 	MustSetFence(t, s, res, fence(FenceWrite, "bulk-00", clock.Now().Add(time.Hour))) // fell off the bounded list
 }
+
+// TestDeleteAllUnless: keep is asked under the resource lock; true keeps
+// everything, an error deletes nothing and is returned, false deletes.
+func TestDeleteAllUnless(t *testing.T) {
+	s := MustOpenMem(t, newFakeClock())
+	MustPut(t, s, res, rec("m1", "message", "a"), true)
+	MustPut(t, s, res, rec("m2", "message", "b"), true)
+	n, kept, err := s.DeleteAllUnless(res, func() (bool, error) { return true, nil })
+	if err != nil || !kept || n != 0 {
+		t.Fatalf("keep: n=%d kept=%v err=%v", n, kept, err)
+	}
+	boom := errors.New("routing unavailable")
+	if _, _, err := s.DeleteAllUnless(res, func() (bool, error) { return false, boom }); !errors.Is(err, boom) {
+		t.Fatalf("keep error: %v", err)
+	}
+	if live, _ := MustCount(t, s, res); live != 2 {
+		t.Fatalf("%d live after keep/error, want 2", live)
+	}
+	// keep runs under the resource lock: a write waits for the decision.
+	entered := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		<-entered
+		MustPut(t, s, res, rec("m3", "message", "after"), true)
+		close(done)
+	}()
+	n, kept, err = s.DeleteAllUnless(res, func() (bool, error) {
+		close(entered)
+		select {
+		case <-done:
+			t.Error("a write committed while keep was deciding")
+		case <-time.After(50 * time.Millisecond):
+		}
+		return false, nil
+	})
+	if err != nil || kept || n != 2 {
+		t.Fatalf("delete: n=%d kept=%v err=%v", n, kept, err)
+	}
+	<-done
+	if live, _ := MustCount(t, s, res); live != 1 {
+		t.Fatalf("%d live, want only the write that waited", live)
+	}
+}

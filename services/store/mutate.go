@@ -206,15 +206,45 @@ func (s *Store) expiry(deletedAt int64) int64 {
 // nothing. It returns how many records (live and tombstones) were removed.
 // Errors: ErrInvalid, ErrClosed, ErrCorrupt.
 func (s *Store) DeleteAll(resource string) (int, error) {
+	n, _, err := s.DeleteAllUnless(resource, nil)
+	return n, err
+}
+
+// DeleteAllUnless is DeleteAll, but first asks keep, under the resource's
+// lock, whether the records must stay: kept reports that keep said so and
+// nothing was deleted. No mutation of the resource (a user write, an
+// import) can interleave between keep's answer and the deletion. A source
+// cleanup asks routing whether the resource is back here, or coming back
+// (a later migration importing here): a cleanup request that arrives late
+// then deletes nothing a later migration imported (any import after
+// keep's answer commits after the deletion, and one before it means that
+// migration pre-locked before keep read routing). keep nil: delete. An
+// error from keep is returned and nothing is deleted.
+func (s *Store) DeleteAllUnless(resource string, keep func() (bool, error)) (n int, kept bool, err error) {
 	if err := validResource(resource); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if err := s.enter(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer s.leave()
 	unlock := s.lockResource(resource)
 	defer unlock()
+	if keep != nil {
+		k, err := keep()
+		if err != nil {
+			return 0, false, err
+		}
+		if k {
+			return 0, true, nil
+		}
+	}
+	n, err = s.deleteAllLocked(resource)
+	return n, false, err
+}
+
+// deleteAllLocked deletes the resource's records; the resource lock is held.
+func (s *Store) deleteAllLocked(resource string) (int, error) {
 
 	b := s.db.NewBatch()
 	defer b.Close()

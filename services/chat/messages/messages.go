@@ -39,6 +39,9 @@ type Options struct {
 	Clock func() time.Time
 	// MaxTextBytes caps a message's text (default DefaultMaxTextBytes).
 	MaxTextBytes int
+	// KeepOnCleanup guards the migration contract's Cleanup (see
+	// services.StoreParticipantOptions).
+	KeepOnCleanup func(ctx context.Context, resource string) (bool, error)
 }
 
 // Message is one chat message.
@@ -77,7 +80,7 @@ func New(st *store.Store, opts Options) *Service {
 	if opts.MaxTextBytes <= 0 {
 		opts.MaxTextBytes = DefaultMaxTextBytes
 	}
-	c := core.New(ServiceName, st, opts.Clock, services.StoreParticipantOptions{})
+	c := core.New(ServiceName, st, opts.Clock, services.StoreParticipantOptions{KeepOnCleanup: opts.KeepOnCleanup})
 	return &Service{Participant: c.Participant(), c: c, maxText: opts.MaxTextBytes}
 }
 
