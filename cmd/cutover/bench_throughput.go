@@ -8,6 +8,8 @@ import (
 
 	"github.com/cutover/cutover/bench"
 	"github.com/cutover/cutover/events"
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/services/contractnats"
 )
 
 // throughputFigure is the throughput suite's measurement.
@@ -23,6 +25,10 @@ type throughputFigure struct {
 	Client           clientFence          `json:"client"`
 	ConvergenceDelay string               `json:"convergence_delay"`
 	Fanout           string               `json:"fanout"`
+	// AppendsPerMigration counts the synced JetStream appends the move
+	// made, per completed migration, by stream (the design budget issue 7
+	// names: each is one fsync on a single node with sync always).
+	AppendsPerMigration map[string]float64 `json:"appends_per_migration"`
 }
 
 // benchThroughput migrates the mixed workload under live traffic with the
@@ -74,6 +80,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	time.Sleep(300 * time.Millisecond)
 	profileMeasured()
+	appendsBefore := e.streamMsgs(ctx, throughputStreams...)
 	cpu := bench.ReadCPU()
 	var ms []migrated
 	var wall time.Duration
@@ -106,6 +113,15 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 		f.WriteLockByClass[c] = bench.Percentiles(v)
 	}
 	f.WriteLockMs, f.TotalMs = bench.Percentiles(wl), bench.Percentiles(tot)
+	after := e.streamMsgs(ctx, throughputStreams...)
+	f.AppendsPerMigration = map[string]float64{}
+	total := 0.0
+	for _, name := range throughputStreams {
+		v := bench.Ratio(float64(after[name]-appendsBefore[name]), float64(f.Completed))
+		f.AppendsPerMigration[name] = v
+		total += v
+	}
+	f.AppendsPerMigration["total"] = total
 	f.MigrationsPerSec = bench.Ratio(float64(f.Completed), wall.Seconds())
 	target := map[string]any{"migrations_per_s": 116, "write_lock_p99_ms": 50, "why": "10 million migrations a day on 2 cores"}
 	durability := bench.DurableSingle
@@ -120,7 +136,27 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 			"rate = completed migrations / wall time from the first start to the last migration's end; total_ms ends at the swap",
 			"fanout tenant: the tenant fan-out starts one child per step and loads every active child's state on each step (orchestrator/tenant.go), which caps the rate near 12/s here whatever the concurrency; fanout direct measures the engine itself (worker Parallel × workers in flight)",
 			"write lock = write-lock escalation -> swap, from phase timestamps",
+			"appends_per_migration counts messages added to each stream during the move (live traffic adds none: user writes go to Pebble); with sync always each is an fsync under its stream's lock, which serialises them; Pebble's commits (imports, fences) group-commit and are not counted",
 			fmt.Sprintf("cpu is getrusage of the whole process (embedded NATS, both regions' stores, API, traffic, orchestrator) during the move: %.2f cores on %d workers", use.Cores, *workers),
 		}}
 	return printResult(stdout, *asJSON, r)
+}
+
+// throughputStreams are the streams a migration appends to.
+var throughputStreams = []string{events.CommandStream, events.EventStream, events.WorkStream, contractnats.PagesStream, cnats.RoutingStream}
+
+// streamMsgs returns each stream's last sequence: the appends it has taken
+// (0 for a stream it cannot read).
+func (e *benchEnv) streamMsgs(ctx context.Context, names ...string) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, n := range names {
+		s, err := e.js.Stream(ctx, n)
+		if err != nil {
+			continue
+		}
+		if info, err := s.Info(ctx); err == nil {
+			out[n] = info.State.LastSeq // appends, whatever the retention removed since
+		}
+	}
+	return out
 }

@@ -477,15 +477,28 @@ func (r *chaosRun) migrate(ctx context.Context, newConv func(context.Context, in
 	var (
 		creating atomic.Bool
 		bg       sync.WaitGroup
+		starting = newLimiter(16)
 	)
 	defer bg.Wait()
+	defer starting.Wait()
 	r.mu.Lock()
 	nextConv := len(r.mu.convs) // the next conversation's number
 	r.mu.Unlock()
+	var stats struct {
+		ticks, noIdle, getErr, locked, startErr atomic.Int64
+		reapNs, startNs                         atomic.Int64
+	}
+	defer func() {
+		r.logf("driver: %d ticks, %d with no idle conversation, candidate reads failed %d, locked %d, starts failed %d; reap %.1f s, starts %.1f s",
+			stats.ticks.Load(), stats.noIdle.Load(), stats.getErr.Load(), stats.locked.Load(), stats.startErr.Load(),
+			time.Duration(stats.reapNs.Load()).Seconds(), time.Duration(stats.startNs.Load()).Seconds())
+	}()
 	for ctx.Err() == nil {
 		tick++
+		stats.ticks.Add(1)
 		t0 := time.Now()
 		left := r.reap(ctx)
+		stats.reapNs.Add(int64(time.Since(t0)))
 		if d := time.Since(t0); d > time.Second {
 			r.logf("slow reap: %d in flight checked in %s", left, d.Round(time.Millisecond))
 		}
@@ -505,47 +518,76 @@ func (r *chaosRun) migrate(ctx context.Context, newConv func(context.Context, in
 			})
 		}
 		idle := r.idleConvs()
+		if len(idle) == 0 {
+			stats.noIdle.Add(1)
+		}
+		t1 := time.Now()
 		rng.Shuffle(len(idle), func(i, j int) { idle[i], idle[j] = idle[j], idle[i] })
+		// Starts run in the background (at most 16 at once): under a
+		// partition a routing read or a start can wait out its timeouts,
+		// and the driver must keep starting migrations meanwhile (a
+		// driver that waited started 364 in 10 minutes, the engine idle).
+		// The conversations are reserved first so no tick picks them twice.
 		if tick%8 == 0 && len(idle) >= 3 {
-			// A tenant move: every idle conversation in one region goes to the other.
+			// A tenant move: up to 4 idle conversations not at the target.
 			target := r.cfg.Regions[rng.IntN(len(r.cfg.Regions))]
-			var res []string
-			for _, c := range idle {
-				if len(res) == 4 {
-					break
+			cands := r.reserve(idle[:min(len(idle), 8)])
+			tenant := fmt.Sprintf("t%d", tick)
+			if !starting.TryGo(func() {
+				var res []string
+				for _, c := range cands {
+					if len(res) < 4 {
+						if doc, err := r.lk.Get(ctx, chatResource(c)); err == nil && doc.Primary.Region != target && doc.Primary.Lock.IsZero() {
+							res = append(res, c)
+							continue
+						}
+					}
+					r.unreserve(c)
 				}
-				if doc, err := r.lk.Get(ctx, chatResource(c)); err == nil && doc.Primary.Region != target && doc.Primary.Lock.IsZero() {
-					res = append(res, c)
+				if len(res) == 0 {
+					return
 				}
-			}
-			if len(res) > 0 {
 				rs := make([]string, len(res))
 				for i, c := range res {
 					rs[i] = "conv/" + c
 				}
-				tid, err := r.orch.StartTenant(ctx, events.StartTenant{Tenant: fmt.Sprintf("t%d", tick), Target: target, Resources: rs, Concurrency: 2})
-				if err == nil {
-					r.track(tid, true, res...)
-				}
-			}
-			continue
-		}
-		// The candidates concurrently, for the same reason as reap.
-		var wg sync.WaitGroup
-		for _, c := range idle[:min(len(idle), 1+rng.IntN(3))] {
-			wg.Go(func() {
-				doc, err := r.lk.Get(ctx, chatResource(c))
-				if err != nil || !doc.Primary.Lock.IsZero() {
+				tid, err := r.orch.StartTenant(ctx, events.StartTenant{Tenant: tenant, Target: target, Resources: rs, Concurrency: 2})
+				if err != nil {
+					stats.startErr.Add(1)
+					r.unreserve(res...)
 					return
 				}
-				target := r.other(doc.Primary.Region)
-				id, err := r.orch.Start(ctx, events.Start{Resource: "conv/" + c, Target: target})
-				if err == nil {
+				r.track(tid, true, res...)
+			}) {
+				r.unreserve(cands...)
+			}
+		} else {
+			for _, c := range r.reserve(idle[:min(len(idle), 1+rng.IntN(3))]) {
+				if !starting.TryGo(func() {
+					doc, err := r.lk.Get(ctx, chatResource(c))
+					switch {
+					case err != nil:
+						stats.getErr.Add(1)
+						r.unreserve(c)
+						return
+					case !doc.Primary.Lock.IsZero():
+						stats.locked.Add(1)
+						r.unreserve(c)
+						return
+					}
+					id, err := r.orch.Start(ctx, events.Start{Resource: "conv/" + c, Target: r.other(doc.Primary.Region)})
+					if err != nil {
+						stats.startErr.Add(1)
+						r.unreserve(c)
+						return
+					}
 					r.track(id, false, c)
+				}) {
+					r.unreserve(c)
 				}
-			})
+			}
 		}
-		wg.Wait()
+		stats.startNs.Add(int64(time.Since(t1)))
 		if d := time.Since(t0); d > 2*time.Second {
 			r.logf("slow tick: %s", d.Round(time.Millisecond))
 		}
@@ -577,6 +619,59 @@ func (r *chaosRun) idleConvs() []string {
 	}
 	return out
 }
+
+// reserve marks the idle ones of convs busy (no migration id yet) and
+// returns them, so that a start running in the background is not raced by
+// the next tick.
+func (r *chaosRun) reserve(convs []string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, c := range convs {
+		if _, busy := r.mu.busy[c]; !busy {
+			r.mu.busy[c] = ""
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// unreserve frees conversations reserved for a start that did not happen.
+func (r *chaosRun) unreserve(convs ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range convs {
+		if r.mu.busy[c] == "" {
+			delete(r.mu.busy, c)
+		}
+	}
+}
+
+// limiter runs at most n functions at once in the background.
+type limiter struct {
+	sem chan struct{}
+	wg  sync.WaitGroup
+}
+
+func newLimiter(n int) *limiter { return &limiter{sem: make(chan struct{}, n)} }
+
+// TryGo runs f in the background unless n are running; it reports whether
+// it did.
+func (l *limiter) TryGo(f func()) bool {
+	select {
+	case l.sem <- struct{}{}:
+	default:
+		return false
+	}
+	l.wg.Go(func() {
+		defer func() { <-l.sem }()
+		f()
+	})
+	return true
+}
+
+// Wait waits for every function started.
+func (l *limiter) Wait() { l.wg.Wait() }
 
 // track records a started migration (or tenant move) over convs.
 func (r *chaosRun) track(id string, tenant bool, convs ...string) {
