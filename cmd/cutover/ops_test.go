@@ -116,7 +116,7 @@ func TestOperatorCommands(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
 		}
-		if strings.Contains(out, "page-copied") {
+		if strings.Contains(out, "page-copied") || strings.Contains(out, "pages-copied") {
 			t.Errorf("--wait prints phase transitions, not every page:\n%s", out)
 		}
 		if got, _ := alice.GetConversation(ctx, "ops1"); got.Region != "eu-west" {
@@ -133,7 +133,7 @@ func TestOperatorCommands(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
 		types := []string{events.TypeRequested, events.TypePreLocked, events.TypeConverged, events.TypeHardDeleteLocked, events.TypeFenced,
-			events.TypePageCopied, events.TypeWriteLocked, events.TypeDeltaCopied, events.TypeValidated, events.TypeSwapped,
+			events.TypePagesCopied, events.TypeWriteLocked, events.TypeDeltasCopied, events.TypeValidated, events.TypeSwapped,
 			events.TypeCleanupScheduled, events.TypeCompleted}
 		last := -1
 		for _, typ := range types {
