@@ -49,6 +49,7 @@ var cpuRun struct {
 	sync.Mutex
 	path     string
 	buf      *bytes.Buffer // the set-up phase, discarded once a suite marks its measured phase
+	file     *os.File      // the measured phase's profile, once marked
 	measured bool
 }
 
@@ -70,12 +71,8 @@ func profileMeasured() {
 		f.Close()
 		return
 	}
-	cpuRun.buf, cpuRun.measured = nil, true
-	cpuFile = f
+	cpuRun.buf, cpuRun.file, cpuRun.measured = nil, f, true
 }
-
-// cpuFile is the profile file once the measured phase started.
-var cpuFile *os.File
 
 // start begins CPU profiling (if asked) into memory; stop ends it and
 // writes the CPU profile (the measured phase, or the whole run) and the
@@ -98,14 +95,11 @@ func (p benchProfile) start() (stop func() error, err error) {
 		if p.cpu != "" {
 			cpuRun.Lock()
 			pprof.StopCPUProfile()
-			buf, measured := cpuRun.buf, cpuRun.measured
-			cpuRun.path = ""
+			buf, file, measured := cpuRun.buf, cpuRun.file, cpuRun.measured
+			cpuRun.path, cpuRun.file = "", nil
 			cpuRun.Unlock()
 			if measured {
-				if cpuFile == nil {
-					return fmt.Errorf("cpu profile: %s could not be written", p.cpu)
-				}
-				if err := cpuFile.Close(); err != nil {
+				if err := file.Close(); err != nil {
 					return err
 				}
 			} else if err := os.WriteFile(p.cpu, buf.Bytes(), 0o644); err != nil {

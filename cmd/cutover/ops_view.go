@@ -63,17 +63,9 @@ func describe(e *events.Envelope) string {
 	case events.DeltaCopied:
 		return pageLine(b.Service, b.Count, b.Cursor, b.Next, b.More, b.Dependents)
 	case events.PagesCopied:
-		lines := make([]string, len(b.Pages))
-		for i, p := range b.Pages {
-			lines[i] = pageLine(p.Service, p.Count, p.Cursor, p.Next, p.More, p.Dependents)
-		}
-		return strings.Join(lines, "; ")
+		return describePages(e, b.Pages)
 	case events.DeltasCopied:
-		lines := make([]string, len(b.Pages))
-		for i, p := range b.Pages {
-			lines[i] = pageLine(p.Service, p.Count, p.Cursor, p.Next, p.More, p.Dependents)
-		}
-		return strings.Join(lines, "; ")
+		return describePages(e, b.Pages)
 	case events.Validated:
 		if b.OK {
 			return fmt.Sprintf("ok: %d slices in %s", b.Slices, b.Duration.Round(time.Microsecond))
@@ -421,4 +413,16 @@ func heldLocks(d *kvrouting.Document) string {
 		out = append(out, "migration "+d.MigrationID)
 	}
 	return strings.Join(out, ", ")
+}
+
+// describePages describes a round of pages (one per service), each as its
+// single-page event would be.
+func describePages[T events.Body](e *events.Envelope, pages []T) string {
+	lines := make([]string, len(pages))
+	for i, p := range pages {
+		one := *e
+		one.Body = p
+		lines[i] = describe(&one)
+	}
+	return strings.Join(lines, "; ")
 }
