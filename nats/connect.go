@@ -2,6 +2,7 @@ package cnats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -35,6 +36,32 @@ func withRequestTimeout(ctx context.Context, d time.Duration) (context.Context, 
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, d)
+}
+
+// retryIdempotent runs fn (an idempotent JetStream API call, such as a
+// create-or-update) with each attempt bounded by DefaultTimeout, and tries
+// again while ctx allows when an attempt timed out or found no responder: a
+// request lost in a meta-leader change would otherwise wait out the whole
+// caller deadline (seen in CI: a mirror provision hung 20 s on a loaded
+// 2-core machine). Other errors are returned at once.
+func retryIdempotent(ctx context.Context, fn func(context.Context) error) error {
+	for {
+		actx, cancel := withRequestTimeout(ctx, DefaultTimeout)
+		err := fn(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&
+			!errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

@@ -80,20 +80,24 @@ func ProvisionMirror(ctx context.Context, js jetstream.JetStream, region string,
 	}
 	oc := origin.CachedInfo().Config
 
-	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:              MirrorStream(region),
-		Description:       "cutover read replica of " + RoutingBucket + " for region " + region,
-		Mirror:            &jetstream.StreamSource{Name: RoutingStream},
-		MaxMsgsPerSubject: oc.MaxMsgsPerSubject,
-		MaxMsgs:           -1,
-		MaxBytes:          -1,
-		MaxConsumers:      -1,
-		Storage:           jetstream.FileStorage,
-		Replicas:          replicas,
-		AllowDirect:       true,
-		MirrorDirect:      false,
-		AllowRollup:       true,
-		DenyDelete:        true,
+	var st jetstream.Stream
+	err = retryIdempotent(ctx, func(ctx context.Context) (err error) {
+		st, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:              MirrorStream(region),
+			Description:       "cutover read replica of " + RoutingBucket + " for region " + region,
+			Mirror:            &jetstream.StreamSource{Name: RoutingStream},
+			MaxMsgsPerSubject: oc.MaxMsgsPerSubject,
+			MaxMsgs:           -1,
+			MaxBytes:          -1,
+			MaxConsumers:      -1,
+			Storage:           jetstream.FileStorage,
+			Replicas:          replicas,
+			AllowDirect:       true,
+			MirrorDirect:      false,
+			AllowRollup:       true,
+			DenyDelete:        true,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cnats: provision mirror %s: %w", region, err)

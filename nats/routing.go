@@ -87,12 +87,16 @@ func ProvisionRouting(ctx context.Context, js jetstream.JetStream, cfg RoutingCo
 	}
 	ctx, cancel := withDefaultTimeout(ctx, DefaultTimeout)
 	defer cancel()
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      RoutingBucket,
-		Description: "cutover routing documents",
-		History:     cfg.History,
-		Storage:     cfg.Storage,
-		Replicas:    cfg.Replicas,
+	var kv jetstream.KeyValue
+	err = retryIdempotent(ctx, func(ctx context.Context) (err error) {
+		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      RoutingBucket,
+			Description: "cutover routing documents",
+			History:     cfg.History,
+			Storage:     cfg.Storage,
+			Replicas:    cfg.Replicas,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cnats: provision %s: %w", RoutingBucket, err)
