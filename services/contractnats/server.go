@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,7 @@ type Server struct {
 	pub      publisher
 	maxReply int
 	svc      micro.Service
+	nc       *nats.Conn
 	js       jetstream.JetStream
 
 	// base is the parent of every handler's context; Stop cancels it after
@@ -59,13 +61,19 @@ type Server struct {
 	}
 	inflight sync.WaitGroup
 	stopOnce sync.Once
+	// slots bounds the handlers running at once (MaxConcurrent).
+	slots chan struct{}
 
-	// ckpt serialises the read-modify-write of import checkpoints. It is
-	// held across the Checkpoints I/O on purpose: the checkpoint only
-	// moves up, and two imports finishing together must not both read the
-	// old value and let the lower one win. It guards nothing else.
-	ckpt sync.Mutex
+	// ckpt serialises the read-modify-write of an import checkpoint, one
+	// stripe per hash of its name. It is held across the Checkpoints I/O on
+	// purpose: the checkpoint only moves up, and two imports finishing
+	// together must not both read the old value and let the lower one win.
+	// Striped so that imports of different migrations do not wait for each
+	// other's commits. It guards nothing else.
+	ckpt [ckptStripes]sync.Mutex
 }
+
+const ckptStripes = 64
 
 // Serve registers p's contract for region as a micro service named
 // ServiceName (metadata region and service) with the endpoints of the
@@ -97,7 +105,7 @@ func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region st
 			opts.Checkpoints = StoreCheckpoints(sp.Store())
 		}
 	}
-	s := &Server{p: p, region: region, service: service, opts: opts, js: js}
+	s := &Server{p: p, region: region, service: service, opts: opts, nc: nc, js: js, slots: make(chan struct{}, opts.MaxConcurrent)}
 	s.maxReply = opts.MaxReplyBytes
 	if s.maxReply == 0 {
 		s.maxReply = max(int(nc.MaxPayload())-replyHeaderSlack, 1024)
@@ -201,33 +209,69 @@ func (s *Server) pagesStream(ctx context.Context) (jetstream.Stream, error) {
 type handlerFunc func(ctx context.Context, body []byte) (any, error)
 
 // handler adapts h to micro: deadline, panic containment, error replies.
+//
+// nats.go calls a subscription's handler one message at a time, so the
+// handler hands the request to a goroutine (at most MaxConcurrent at once):
+// otherwise every export of one service would wait for the previous one's
+// synced page publish, and every import for the previous one's Pebble
+// commit (the throughput profile showed 570 orchestrator calls queued
+// behind 4 running handlers). The goroutine answers on the request's reply
+// subject itself, never through the micro.Request: micro reads the
+// request's outcome when the callback returns, which would race. (micro's
+// endpoint stats therefore count requests but not their errors or time.)
 func (s *Server) handler(h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		r := inbound{reply: req.Reply(), data: req.Data(), timeout: s.timeoutOf(req.Headers())}
 		if !s.enter() {
-			respondError(req, services.Errorf(services.CodeUnavailable, "contract %s/%s is stopping", s.region, s.service))
+			s.replyError(r.reply, services.Errorf(services.CodeUnavailable, "contract %s/%s is stopping", s.region, s.service))
 			return
 		}
-		defer s.inflight.Done()
-		ctx, cancel := context.WithTimeout(s.base, s.timeoutOf(req))
-		defer cancel()
-		v, err := call(ctx, h, req.Data())
-		if err != nil {
-			respondError(req, s.toError(err))
-			return
-		}
-		var body []byte
-		if v != nil {
-			if body, err = encode(v); err != nil {
-				respondError(req, s.toError(err))
-				return
-			}
-		}
-		if len(body) > s.maxReply {
-			respondError(req, services.Errorf(services.CodeTooLarge, "reply of %d bytes above %d", len(body), s.maxReply))
-			return
-		}
-		_ = req.Respond(body) // a lost reply is the caller's timeout, and every operation is safe to retry
+		s.slots <- struct{}{} // a full server stops reading: back-pressure
+		go func() {
+			defer func() { <-s.slots }()
+			defer s.inflight.Done()
+			s.serve(r, h)
+		}()
 	})
+}
+
+// inbound is what a handler goroutine needs of a request.
+type inbound struct {
+	reply   string
+	data    []byte
+	timeout time.Duration
+}
+
+// serve handles one request and sends its reply.
+func (s *Server) serve(r inbound, h handlerFunc) {
+	ctx, cancel := context.WithTimeout(s.base, r.timeout)
+	defer cancel()
+	v, err := call(ctx, h, r.data)
+	if err != nil {
+		s.replyError(r.reply, s.toError(err))
+		return
+	}
+	var body []byte
+	if v != nil {
+		if body, err = encode(v); err != nil {
+			s.replyError(r.reply, s.toError(err))
+			return
+		}
+	}
+	if len(body) > s.maxReply {
+		s.replyError(r.reply, services.Errorf(services.CodeTooLarge, "reply of %d bytes above %d", len(body), s.maxReply))
+		return
+	}
+	s.send(r.reply, nil, body)
+}
+
+// send publishes a reply. A lost reply is the caller's timeout, and every
+// operation is safe to retry.
+func (s *Server) send(reply string, hdr nats.Header, body []byte) {
+	if reply == "" {
+		return // a publish without a reply subject: nobody is waiting
+	}
+	_ = s.nc.PublishMsg(&nats.Msg{Subject: reply, Header: hdr, Data: body})
 }
 
 // call runs h, turning a panic into CodeInternal: a bug in one request must
@@ -242,8 +286,8 @@ func call(ctx context.Context, h handlerFunc, body []byte) (v any, err error) {
 }
 
 // timeoutOf is the caller's timeout from HeaderTimeout, or HandlerTimeout.
-func (s *Server) timeoutOf(req micro.Request) time.Duration {
-	if v := req.Headers().Get(HeaderTimeout); v != "" {
+func (s *Server) timeoutOf(hdr micro.Headers) time.Duration {
+	if v := hdr.Get(HeaderTimeout); v != "" {
 		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
 			return min(time.Duration(ms)*time.Millisecond, maxHandlerTimeout)
 		}
@@ -260,9 +304,9 @@ func (s *Server) toError(err error) *services.Error {
 	return services.ToError(err)
 }
 
-// respondError sends e as a micro error reply: the code and message in
+// replyError sends e as a micro error reply: the code and message in
 // micro's headers, the whole *services.Error as the msgpack body.
-func respondError(req micro.Request, e *services.Error) {
+func (s *Server) replyError(reply string, e *services.Error) {
 	body, err := encode(e)
 	if err != nil {
 		body = nil
@@ -285,7 +329,7 @@ func respondError(req micro.Request, e *services.Error) {
 	if code == "" {
 		code = string(services.CodeInternal)
 	}
-	_ = req.Error(code, desc, body)
+	s.send(reply, nats.Header{micro.ErrorHeader: []string{desc}, micro.ErrorCodeHeader: []string{code}}, body)
 }
 
 // export implements OpExport: Participant.Export, then publish the page to
@@ -350,8 +394,11 @@ func (s *Server) importPage(ctx context.Context, body []byte) (any, error) {
 // so pages imported out of order or again leave it at the highest applied.
 func (s *Server) advance(migrationID string, seq uint64) error {
 	name := checkpointName(migrationID, s.service)
-	s.ckpt.Lock()
-	defer s.ckpt.Unlock()
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	mu := &s.ckpt[h.Sum32()%ckptStripes]
+	mu.Lock()
+	defer mu.Unlock()
 	cur, err := s.readCheckpoint(name)
 	if err != nil {
 		return err

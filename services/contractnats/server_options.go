@@ -10,6 +10,11 @@ const (
 	// DefaultHandlerTimeout bounds one request at the server when the
 	// caller sent no deadline.
 	DefaultHandlerTimeout = 30 * time.Second
+	// DefaultMaxConcurrent is how many requests one server handles at
+	// once. Every operation is idempotent and takes the store's
+	// per-resource lock, so requests for different resources (and pages of
+	// one) need not wait for each other's fsyncs.
+	DefaultMaxConcurrent = 64
 )
 
 // ServeOptions configures Serve. Zero values mean the documented defaults.
@@ -34,6 +39,11 @@ type ServeOptions struct {
 	MaxReplyBytes int
 	// Description is the micro service description.
 	Description string
+	// MaxConcurrent bounds the requests handled at once (all endpoints
+	// together); 0 means DefaultMaxConcurrent, 1 handles them one at a
+	// time in arrival order. A full server stops reading its
+	// subscriptions, which is the back-pressure callers see as latency.
+	MaxConcurrent int
 }
 
 // EnsureDefaults fills the zero fields of o, except Checkpoints, which Serve
@@ -47,6 +57,9 @@ func (o *ServeOptions) EnsureDefaults() {
 	}
 	if o.PublishAttemptTimeout == 0 {
 		o.PublishAttemptTimeout = DefaultPublishAttemptTimeout
+	}
+	if o.MaxConcurrent == 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
 	}
 	if o.Description == "" {
 		o.Description = "cutover migration contract (paper 001 §5.1)"
@@ -65,6 +78,8 @@ func (o *ServeOptions) Validate() error {
 		return fmt.Errorf("%w: negative PublishAttemptTimeout", ErrInvalidOptions)
 	case o.MaxReplyBytes < 0:
 		return fmt.Errorf("%w: negative MaxReplyBytes", ErrInvalidOptions)
+	case o.MaxConcurrent < 0:
+		return fmt.Errorf("%w: negative MaxConcurrent", ErrInvalidOptions)
 	}
 	return nil
 }

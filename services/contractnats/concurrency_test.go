@@ -1,0 +1,72 @@
+package contractnats_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contractnats"
+)
+
+// blocking answers Digests for "conv/slow" only once released; every other
+// resource at once.
+func blocking(service string, entered chan<- struct{}, release <-chan struct{}) fake {
+	return fake{service: service, digests: func(r string) ([]services.SliceDigest, error) {
+		if r == "conv/slow" {
+			entered <- struct{}{}
+			<-release
+		}
+		return nil, nil
+	}}
+}
+
+// TestServerHandlesRequestsConcurrently: a slow request (an export waiting
+// for its synced page publish, an import for its commit) does not hold up
+// the server's other requests: nats.go runs a subscription's handler one
+// message at a time, so the server hands each request to a goroutine, at
+// most MaxConcurrent at once. MaxConcurrent 1 restores one at a time.
+func TestServerHandlesRequestsConcurrently(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		max       int
+		overtakes bool
+	}{{"default", 0, true}, {"one at a time", 1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			entered, release := make(chan struct{}, 1), make(chan struct{})
+			svc := "blocking" + map[bool]string{true: "a", false: "b"}[tc.overtakes]
+			e.serve(t, "eu", blocking(svc, entered, release), contractnats.ServeOptions{MaxConcurrent: tc.max})
+			c := contractnats.Dial(e.nc, e.js, "eu", svc)
+			slow := make(chan error, 1)
+			go func() {
+				_, err := c.Digests(t.Context(), "conv/slow")
+				slow <- err
+			}()
+			<-entered
+			// Generous: the point is "before the slow one is released".
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+			_, err := c.Digests(ctx, "conv/fast")
+			cancel()
+			if tc.overtakes && err != nil {
+				t.Fatalf("a fast request behind a slow one: %v", err)
+			}
+			if !tc.overtakes && err == nil {
+				t.Fatalf("MaxConcurrent 1 answered a second request while the first ran")
+			}
+			close(release)
+			if err := <-slow; err != nil {
+				t.Fatalf("the slow request: %v", err)
+			}
+		})
+	}
+}
+
+func TestServeRejectsNegativeMaxConcurrent(t *testing.T) {
+	e := newEnv(t)
+	p := fake{service: "messages"}
+	if _, err := contractnats.Serve(t.Context(), e.nc, e.js, "eu", p, contractnats.ServeOptions{MaxConcurrent: -1}); !errors.Is(err, contractnats.ErrInvalidOptions) {
+		t.Fatalf("Serve with MaxConcurrent -1: %v", err)
+	}
+}
