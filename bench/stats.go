@@ -15,6 +15,7 @@ import (
 const (
 	DurableSingle = "single node: JetStream sync_interval always, Pebble fsync per commit"
 	LazyJetStream = "single node: JetStream lazy (background) fsync, Pebble fsync per commit — NOT the durable default"
+	DurableR3     = "3-node embedded cluster (one machine): streams and routing bucket R3, JetStream sync_interval always (R3 syncs the Raft log per append batch), Pebble fsync per commit"
 	PebbleNoSync  = "Pebble NoSync (store only, no JetStream)"
 	PebbleSync    = "Pebble fsync per commit (store only, no JetStream)"
 )

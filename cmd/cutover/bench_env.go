@@ -41,6 +41,9 @@ type benchEnvOptions struct {
 	// background fsync instead of sync always (Pebble keeps fsync per
 	// commit): bench.LazyJetStream.
 	LazyFsync bool
+	// Cluster runs an embedded cluster of this many nodes (streams and the
+	// routing bucket R3) instead of one node: bench.DurableR3.
+	Cluster int
 }
 
 // benchEnv is a running deployment: the API, the orchestrator, the routing
@@ -64,7 +67,7 @@ func startBenchEnv(ctx context.Context, o benchEnvOptions, stdout io.Writer) (*b
 	if err != nil {
 		return nil, err
 	}
-	cfg := &systemConfig{DataDir: dir, HTTPAddr: "127.0.0.1:0", Cluster: 1, Workers: o.Workers,
+	cfg := &systemConfig{DataDir: dir, HTTPAddr: "127.0.0.1:0", Cluster: max(1, o.Cluster), Workers: o.Workers,
 		Tiers: o.Tiers, ReplicationBound: o.ReplicationBound}
 	var srv *cnats.Server
 	if o.LazyFsync {

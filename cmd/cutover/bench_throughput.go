@@ -44,11 +44,18 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	workers := fs.Int("workers", 2, "orchestrator workers")
 	fanout := fs.String("fanout", "direct", "how the migrations start: direct (one Start each, all at once; the engine's capacity) or tenant (one tenant move with --concurrency)")
 	lazy := fs.Bool("lazy-fsync", false, "run JetStream with its default lazy fsync instead of sync always (Pebble keeps fsync per commit)")
+	cluster := fs.Int("cluster", 1, "nodes: 1 (one node, sync always) or 3 (an embedded R3 cluster, the clustered durable default)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *fanout != "direct" && *fanout != "tenant" {
 		return fmt.Errorf("%w: --fanout must be direct or tenant", errUsage)
+	}
+	if *cluster != 1 && *cluster != 3 {
+		return fmt.Errorf("%w: --cluster must be 1 or 3", errUsage)
+	}
+	if *cluster == 3 && *lazy {
+		return fmt.Errorf("%w: --lazy-fsync is for one node", errUsage)
 	}
 	if *n < 3 || *big < 1 || *clients < 1 || *conc < 1 || *workers < 1 {
 		return fmt.Errorf("%w: --conversations >= 3, --big, --clients, --concurrency, --workers >= 1", errUsage)
@@ -57,7 +64,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	// The minimum convergence delay: one short cache tier and a replication
 	// bound the single-node mirror keeps easily; no extra buffer.
 	opts := benchEnvOptions{Tiers: []time.Duration{10 * time.Millisecond}, ReplicationBound: 20 * time.Millisecond,
-		ConvergenceBuffer: time.Millisecond, Workers: *workers, Parallel: max(64, *conc), LazyFsync: *lazy}
+		ConvergenceBuffer: time.Millisecond, Workers: *workers, Parallel: max(64, *conc), LazyFsync: *lazy, Cluster: *cluster}
 	e, err := startBenchEnv(ctx, opts, io.Discard)
 	if err != nil {
 		return err
@@ -127,6 +134,9 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	durability := bench.DurableSingle
 	if *lazy {
 		durability = bench.LazyJetStream
+	}
+	if *cluster == 3 {
+		durability = bench.DurableR3
 	}
 	r := &suiteResult{Suite: "throughput", Durability: durability, Ours: f, Baseline: target,
 		Ratio:  f.MigrationsPerSec / 116,
