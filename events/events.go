@@ -70,8 +70,21 @@ type Dropped struct {
 }
 
 // HardDeleteLocked records the hard-delete lock (Algorithm 1 line 5).
+//
+// The step that escalates also sets the hard-delete fence at every source
+// endpoint when it can, and then records both in this one event (one synced
+// append instead of two; Fenced true, Services the fenced endpoints): the
+// historical copy starts. Fenced false leaves the fence to the next step,
+// which records it with a Fenced event. The escalation of a migration whose
+// convergence wait has just elapsed is the same step (no Converged event);
+// ConvergedAt is then the escalation's At.
 type HardDeleteLocked struct {
 	Expiry time.Time `msgpack:"ex"`
+	// At is when the escalation was written (before this event's append);
+	// zero in events written before it existed.
+	At       time.Time `msgpack:"at,omitempty"`
+	Fenced   bool      `msgpack:"fenced,omitempty"`
+	Services []string  `msgpack:"svcs,omitempty"`
 }
 
 // Fenced records that every source endpoint holds the fence of Level
@@ -115,8 +128,16 @@ type Renewed struct {
 
 // WriteLocked records the write lock (Algorithm 1 line 12); Expiry is the
 // Phase 3 abort threshold and is never extended.
+//
+// Like HardDeleteLocked it also records the write fence at every source
+// endpoint when the escalating step could set it (Fenced true): the delta
+// starts. At is when the escalation was written, the start of the
+// write-blocked window (zero in events written before it existed).
 type WriteLocked struct {
-	Expiry time.Time `msgpack:"ex"`
+	Expiry   time.Time `msgpack:"ex"`
+	At       time.Time `msgpack:"at,omitempty"`
+	Fenced   bool      `msgpack:"fenced,omitempty"`
+	Services []string  `msgpack:"svcs,omitempty"`
 }
 
 // DeltaCopied checkpoints one delta page (Algorithm 1 line 13).
@@ -139,7 +160,16 @@ type Validated struct {
 }
 
 // Swapped records the atomic cutover (paper 001 §4.1.4).
-type Swapped struct{}
+//
+// The step that swaps right after a successful validation records the
+// validation here (Validation non-nil) instead of in a Validated event of
+// its own; and when it could also clear the previous migration's post-swap
+// fence, it schedules the cleanup here (CleanupAt non-zero) instead of in a
+// CleanupScheduled event. One synced append for what were three.
+type Swapped struct {
+	Validation *Validated `msgpack:"val,omitempty"`
+	CleanupAt  time.Time  `msgpack:"cleanup,omitempty"`
+}
 
 // CleanupScheduled records when the source data will be deleted (the
 // cleanup window after the swap).

@@ -14,11 +14,12 @@ import (
 // happyTypes is the event sequence a worker appends in an uneventful
 // migration of a small resource (one page per service; the two services'
 // pages are copied concurrently and checkpointed in one event).
+//
+// Seven synced appends: the escalations carry their fences, the swap carries
+// the validation and the cleanup schedule (issue 7's budget).
 var happyTypes = []string{
-	events.TypePreLocked, events.TypeConverged, events.TypeHardDeleteLocked, events.TypeFenced,
-	events.TypePagesCopied, events.TypeWriteLocked, events.TypeFenced,
-	events.TypeDeltasCopied, events.TypeValidated, events.TypeSwapped,
-	events.TypeCleanupScheduled, events.TypeCompleted,
+	events.TypePreLocked, events.TypeHardDeleteLocked, events.TypePagesCopied,
+	events.TypeWriteLocked, events.TypeDeltasCopied, events.TypeSwapped, events.TypeCompleted,
 }
 
 // A worker that dies at any phase boundary — right after event K, or after

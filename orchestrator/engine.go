@@ -211,35 +211,13 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		if now.Before(st.WaitUntil) {
 			return waitFor(st.WaitUntil.Sub(now))
 		}
-		return outcome{body: events.Converged{}}
+		// The wait has elapsed: escalate in this same step. A Converged
+		// event would only record the passing of time, and costs a synced
+		// append (issue 7's budget).
+		return w.escalateHardDelete(ctx, st, res, tok, now)
 
-	case events.PhaseConverged:
-		// Re-read the location: drop a resource already at the target. The
-		// holder's cached document stands in for the read: the escalation's
-		// conditional write proves it current (paper 000 §8).
-		doc := w.cached(st)
-		if doc == nil {
-			d, err := w.cfg.Locker.Get(ctx, res)
-			if err != nil {
-				return w.transient(st, err)
-			}
-			doc = d
-		}
-		if doc.Primary.Region == st.Target {
-			return outcome{body: events.Dropped{Reason: "already at target"}}
-		}
-		if doc.Primary.Lock.Token != tok {
-			return w.rollback(ctx, st, res, "pre-lock lost")
-		}
-		d, err := w.cfg.Locker.EscalateHardDelete(ctx, res, tok, doc) // line 5
-		if errors.Is(err, kvrouting.ErrNotConverged) {
-			return waitFor(doc.Primary.Lock.NotBefore.Add(w.skew).Sub(now))
-		}
-		if o, bad := w.lockErr(ctx, st, res, err); bad {
-			return o
-		}
-		w.remember(st, d)
-		return outcome{body: events.HardDeleteLocked{Expiry: d.Primary.Lock.Expiry}}
+	case events.PhaseConverged: // logs written before the escalation joined the wait's step
+		return w.escalateHardDelete(ctx, st, res, tok, now)
 
 	case events.PhaseHardDeleteLocked:
 		// The backstop: the hard-delete fence at every source endpoint
@@ -283,12 +261,23 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 			}
 			return w.copyPages(ctx, st, services.Historical, pending)
 		}
+		at := w.cfg.Clock()
 		d, err := w.cfg.Locker.EscalateWrite(ctx, res, tok, w.cached(st)) // line 12
 		if o, bad := w.lockErr(ctx, st, res, err); bad {
 			return o
 		}
 		w.remember(st, d)
-		return outcome{body: events.WriteLocked{Expiry: d.Primary.Lock.Expiry}}
+		ev := events.WriteLocked{Expiry: d.Primary.Lock.Expiry, At: at}
+		// The write fence at the source in the same step: the delta can
+		// start after ONE synced append, and the write-blocked window
+		// users feel is a step shorter. If it fails, the WriteLocked
+		// phase sets it (and counts the failure).
+		if names, err := w.fence(ctx, st, store.FenceWrite, ev.Expiry); err == nil {
+			ev.Fenced, ev.Services = true, names
+		} else {
+			w.log.Info("write fence deferred to its own step", "migration", st.ID, "err", err)
+		}
+		return outcome{body: ev}
 
 	case events.PhaseWriteLocked:
 		if w.writeExpired(st, now) {
@@ -322,30 +311,14 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		if w.writeExpired(st, w.cfg.Clock()) && v.OK {
 			return w.rollback(ctx, st, res, "write lock expired")
 		}
-		return outcome{body: v}
+		if !v.OK {
+			return outcome{body: v}
+		}
+		// Valid: swap in this same step; Swapped records the validation.
+		return w.swap(ctx, st, res, tok, &v)
 
-	case events.PhaseValidated:
-		// The old location's post-swap fence goes up BEFORE the swap: the
-		// write fence of Phase 3 ends with the write lock, and a post-swap
-		// fence set in a later step left a gap after a slow swap in which a
-		// stale cache could land a write at the old location (found by
-		// `cutover chaos`: an acknowledged write lost). If the swap then
-		// fails, the rollback clears it (and retires the token, so a late
-		// copy of this request cannot fence the source again).
-		if o, bad := w.verify(ctx, st, res); bad {
-			return o
-		}
-		if _, err := w.fence(ctx, st, store.FenceWrite, now.Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
-			return w.transient(st, err)
-		}
-		// Line 19: ONE conditional write. A swap replayed after a crash is
-		// recognised by kvrouting (our token on the old location).
-		_, err := w.cfg.Locker.Swap(ctx, res, tok, w.cached(st))
-		if o, bad := w.lockErr(ctx, st, res, err); bad {
-			return o
-		}
-		w.remember(st, nil) // the lock is gone: nothing more to cache
-		return outcome{body: events.Swapped{}}
+	case events.PhaseValidated: // the swap after a validation recorded on its own
+		return w.swap(ctx, st, res, tok, nil)
 
 	case events.PhaseSwapped:
 		// The old location is already write-fenced (locked secondary) until
@@ -372,6 +345,97 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		return outcome{body: events.Rescheduled{Attempt: st.Attempt + 1, Token: string(kvrouting.NewToken()), At: now.Add(w.cfg.RescheduleBackoff)}}
 	}
 	return outcome{body: events.Failed{Reason: fmt.Sprintf("unknown phase %q", st.Phase)}}
+}
+
+// escalateHardDelete takes the hard-delete lock once the pre-lock has
+// converged (Algorithm 1 line 5) and, in the same step, sets the
+// hard-delete fence at every source endpoint: HardDeleteLocked then records
+// both, and the historical copy starts after one synced append. If the
+// fence fails, the event records the lock alone and the HardDeleteLocked
+// phase sets the fence (counting its failures).
+func (w *Worker) escalateHardDelete(ctx context.Context, st *events.State, res kvrouting.Resource, tok kvrouting.Token, now time.Time) outcome {
+	// Re-read the location: drop a resource already at the target. The
+	// holder's cached document stands in for the read: the escalation's
+	// conditional write proves it current (paper 000 §8).
+	doc := w.cached(st)
+	if doc == nil {
+		d, err := w.cfg.Locker.Get(ctx, res)
+		if err != nil {
+			return w.transient(st, err)
+		}
+		doc = d
+	}
+	if doc.Primary.Region == st.Target {
+		return outcome{body: events.Dropped{Reason: "already at target"}}
+	}
+	if doc.Primary.Lock.Token != tok {
+		return w.rollback(ctx, st, res, "pre-lock lost")
+	}
+	at := w.cfg.Clock()
+	d, err := w.cfg.Locker.EscalateHardDelete(ctx, res, tok, doc) // line 5
+	if errors.Is(err, kvrouting.ErrNotConverged) {
+		return waitFor(doc.Primary.Lock.NotBefore.Add(w.skew).Sub(now))
+	}
+	if o, bad := w.lockErr(ctx, st, res, err); bad {
+		return o
+	}
+	w.remember(st, d)
+	ev := events.HardDeleteLocked{Expiry: d.Primary.Lock.Expiry, At: at}
+	// The backstop fence before the historical export starts (DESIGN.md
+	// "Two layers"); a bench baseline strategy may set the write fence.
+	if names, err := w.fence(ctx, st, w.phase2Fence(), ev.Expiry); err == nil {
+		ev.Fenced, ev.Services = true, names
+	} else {
+		w.log.Info("hard-delete fence deferred to its own step", "migration", st.ID, "err", err)
+	}
+	return outcome{body: ev}
+}
+
+// swap fences the old location for after the swap and swaps (Algorithm 1
+// line 19). v is the validation this step has just passed, recorded in the
+// Swapped event (nil when a Validated event recorded it). A transient
+// failure after such a validation records the validation (the Validated
+// phase then retries the swap and counts its failures); a lost or expired
+// lock rolls back.
+//
+// When the swap is done the step also clears the previous migration's
+// post-swap fence at the new primary and schedules the cleanup, so one
+// Swapped event records all of it; if the clear fails, the Swapped phase
+// retries it.
+func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resource, tok kvrouting.Token, v *events.Validated) outcome {
+	fail := func(o outcome) outcome {
+		if _, transient := o.body.(events.StepFailed); transient && v != nil {
+			return outcome{body: *v}
+		}
+		return o
+	}
+	// The old location's post-swap fence goes up BEFORE the swap: the
+	// write fence of Phase 3 ends with the write lock, and a post-swap
+	// fence set in a later step left a gap after a slow swap in which a
+	// stale cache could land a write at the old location (found by
+	// `cutover chaos`: an acknowledged write lost). If the swap then
+	// fails, the rollback clears it (and retires the token, so a late
+	// copy of this request cannot fence the source again).
+	if o, bad := w.verify(ctx, st, res); bad {
+		return fail(o)
+	}
+	if _, err := w.fence(ctx, st, store.FenceWrite, w.cfg.Clock().Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
+		return fail(w.transient(st, err))
+	}
+	// Line 19: ONE conditional write. A swap replayed after a crash is
+	// recognised by kvrouting (our token on the old location).
+	_, err := w.cfg.Locker.Swap(ctx, res, tok, w.cached(st))
+	if o, bad := w.lockErr(ctx, st, res, err); bad {
+		return fail(o)
+	}
+	w.remember(st, nil) // the lock is gone: nothing more to cache
+	ev := events.Swapped{Validation: v}
+	if err := w.clearPreviousFence(ctx, st); err == nil {
+		ev.CleanupAt = w.cfg.Clock().Add(w.cfg.CleanupWindow) // line 20
+	} else {
+		w.log.Info("previous fence clear deferred to its own step", "migration", st.ID, "err", err)
+	}
+	return outcome{body: ev}
 }
 
 // transient records a transient failure; the phase retries after a backoff

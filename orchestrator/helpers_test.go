@@ -240,6 +240,32 @@ type flaky struct {
 	mu       sync.Mutex
 	onExport func(req services.ExportRequest) error
 	onImport func(p *services.Page) error
+	onFence  func(f services.Fence) error
+	onClear  func(token string) error
+}
+
+func (f *flaky) SetFence(ctx context.Context, resource string, fe services.Fence) error {
+	f.mu.Lock()
+	hook := f.onFence
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(fe); err != nil {
+			return err
+		}
+	}
+	return f.Participant.SetFence(ctx, resource, fe)
+}
+
+func (f *flaky) ClearFence(ctx context.Context, resource, token string) error {
+	f.mu.Lock()
+	hook := f.onClear
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(token); err != nil {
+			return err
+		}
+	}
+	return f.Participant.ClearFence(ctx, resource, token)
 }
 
 func (f *flaky) Export(ctx context.Context, req services.ExportRequest) (services.Page, error) {

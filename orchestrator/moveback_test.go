@@ -90,7 +90,7 @@ func TestOldLocationFencedAtTheSwap(t *testing.T) {
 			return nil
 		}
 		for _, svc := range testServices {
-			f, err := e.stores["us"][svc].GetFence(res)
+			f, err := e.stores[env.State.Source][svc].GetFence(res) // the old location, on both moves
 			if err != nil {
 				t.Errorf("%s: %v", svc, err)
 				continue
@@ -110,15 +110,15 @@ func TestOldLocationFencedAtTheSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	st1 := e.waitDone(id1, 30*time.Second)
-	if st1.Status != events.StatusCompleted || checked.Load() == 0 {
+	if st1.Status != events.StatusCompleted || checked.Load() != 1 {
 		t.Fatalf("move: %s %s (swap checked %d times)", st1.Status, st1.Reason, checked.Load())
 	}
 	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := e.waitDone(id2, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("move back: %s %s", st.Status, st.Reason)
+	if st := e.waitDone(id2, 30*time.Second); st.Status != events.StatusCompleted || checked.Load() != 2 {
+		t.Fatalf("move back: %s %s (swaps checked %d)", st.Status, st.Reason, checked.Load())
 	}
 	for _, svc := range testServices {
 		err := e.stores["us"][svc].SetFence(res, store.Fence{Level: store.FenceWrite, Token: st1.Token, Expiry: time.Now().Add(time.Hour)})

@@ -53,16 +53,22 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 	case events.Dropped:
 		n.Phase, n.Status, n.Reason, n.EndedAt = events.PhaseDone, events.StatusDropped, b.Reason, at
 	case events.HardDeleteLocked:
-		n.Phase, n.HardDeleteAt, n.LockExpiry = events.PhaseHardDeleteLocked, at, b.Expiry.UTC()
+		lockedAt := at
+		if !b.At.IsZero() {
+			lockedAt = b.At.UTC()
+		}
+		if n.ConvergedAt.IsZero() { // escalated in the step the wait ended
+			n.ConvergedAt = lockedAt
+		}
+		n.Phase, n.HardDeleteAt, n.LockExpiry = events.PhaseHardDeleteLocked, lockedAt, b.Expiry.UTC()
+		if b.Fenced { // the hard-delete fence is up: the historical copy starts
+			startHistorical(n, b.Services)
+		}
 	case events.Fenced:
 		switch {
 		case b.PostSwap:
 		case b.Level == uint8(store.FenceHardDelete): // hard-delete fence: the historical copy starts
-			n.Phase = events.PhaseHistorical
-			n.Services = nil
-			for _, svc := range b.Services {
-				n.Services = append(n.Services, events.ServiceProgress{Service: svc})
-			}
+			startHistorical(n, b.Services)
 		default: // write fence: the delta starts
 			n.Phase = events.PhaseDelta
 		}
@@ -75,7 +81,14 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 	case events.Renewed:
 		n.LockExpiry = b.Expiry.UTC()
 	case events.WriteLocked:
-		n.Phase, n.WriteLockedAt, n.LockExpiry = events.PhaseWriteLocked, at, b.Expiry.UTC()
+		lockedAt := at
+		if !b.At.IsZero() {
+			lockedAt = b.At.UTC()
+		}
+		n.Phase, n.WriteLockedAt, n.LockExpiry = events.PhaseWriteLocked, lockedAt, b.Expiry.UTC()
+		if b.Fenced { // the write fence is up: the delta starts
+			n.Phase = events.PhaseDelta
+		}
 	case events.DeltaCopied:
 		applyDelta(n, b)
 	case events.DeltasCopied:
@@ -90,6 +103,9 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 		}
 	case events.Swapped:
 		n.Phase, n.SwappedAt, n.LockExpiry = events.PhaseSwapped, at, zeroTime
+		if !b.CleanupAt.IsZero() {
+			n.Phase, n.CleanupAt = events.PhaseCleanupScheduled, b.CleanupAt.UTC()
+		}
 	case events.CleanupScheduled:
 		n.Phase, n.CleanupAt = events.PhaseCleanupScheduled, b.At.UTC()
 	case events.Completed:
@@ -177,6 +193,16 @@ func addPending(n *events.State, deps []string) {
 		if !slices.Contains(n.Children, d) && !slices.Contains(n.PendingChildren, d) && d != n.Resource {
 			n.PendingChildren = append(n.PendingChildren, d)
 		}
+	}
+}
+
+// startHistorical records the hard-delete fence at svcs: the historical
+// copy starts, one progress entry per fenced service.
+func startHistorical(n *events.State, svcs []string) {
+	n.Phase = events.PhaseHistorical
+	n.Services = nil
+	for _, svc := range svcs {
+		n.Services = append(n.Services, events.ServiceProgress{Service: svc})
 	}
 }
 

@@ -537,15 +537,18 @@ func demoCheck(ctx context.Context, rep *demoReport, orch *orchestrator.Client, 
 			return err
 		}
 		for _, e := range hs {
+			var val *events.Validated
 			switch b := e.Body.(type) {
 			case events.Validated:
-				rep.Validation.Runs++
-				if !b.OK {
-					rep.Validation.Failures++
-				}
+				val = &b
 			case *events.Validated:
+				val = b
+			case events.Swapped: // a validation passed in the swap's step
+				val = b.Validation
+			}
+			if val != nil {
 				rep.Validation.Runs++
-				if !b.OK {
+				if !val.OK {
 					rep.Validation.Failures++
 				}
 			}

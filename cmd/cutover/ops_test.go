@@ -132,9 +132,10 @@ func TestOperatorCommands(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
-		types := []string{events.TypeRequested, events.TypePreLocked, events.TypeConverged, events.TypeHardDeleteLocked, events.TypeFenced,
-			events.TypePagesCopied, events.TypeWriteLocked, events.TypeDeltasCopied, events.TypeValidated, events.TypeSwapped,
-			events.TypeCleanupScheduled, events.TypeCompleted}
+		// The escalations carry their fences and the swap its validation
+		// and cleanup schedule (one synced append each).
+		types := []string{events.TypeRequested, events.TypePreLocked, events.TypeHardDeleteLocked,
+			events.TypePagesCopied, events.TypeWriteLocked, events.TypeDeltasCopied, events.TypeSwapped, events.TypeCompleted}
 		last := -1
 		for _, typ := range types {
 			i := strings.Index(out, "  "+typ+" ")

@@ -47,7 +47,11 @@ func describe(e *events.Envelope) string {
 	case events.Dropped:
 		return b.Reason
 	case events.HardDeleteLocked:
-		return "deletes become tombstones; lease until " + clock(b.Expiry)
+		line := "deletes become tombstones; lease until " + clock(b.Expiry)
+		if b.Fenced {
+			line += "; hard-delete fence at " + strings.Join(b.Services, ",")
+		}
+		return line
 	case events.Fenced:
 		what := "fence"
 		if b.PostSwap {
@@ -59,7 +63,11 @@ func describe(e *events.Envelope) string {
 	case events.Renewed:
 		return "lease until " + clock(b.Expiry)
 	case events.WriteLocked:
-		return "writes get 423 until swap; lease until " + clock(b.Expiry)
+		line := "writes get 423 until swap; lease until " + clock(b.Expiry)
+		if b.Fenced {
+			line += "; write fence at " + strings.Join(b.Services, ",")
+		}
+		return line
 	case events.DeltaCopied:
 		return pageLine(b.Service, b.Count, b.Cursor, b.Next, b.More, b.Dependents)
 	case events.PagesCopied:
@@ -72,8 +80,18 @@ func describe(e *events.Envelope) string {
 		}
 		return "FAILED: " + b.Detail
 	case events.Swapped:
+		var parts []string
+		if v := b.Validation; v != nil {
+			parts = append(parts, fmt.Sprintf("validated %d slices in %s", v.Slices, v.Duration.Round(time.Microsecond)))
+		}
 		if e.State != nil {
-			return "primary is now " + e.State.Target
+			parts = append(parts, "primary is now "+e.State.Target)
+		}
+		if !b.CleanupAt.IsZero() {
+			parts = append(parts, "source cleanup at "+b.CleanupAt.UTC().Format(time.RFC3339))
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, "; ")
 		}
 	case events.CleanupScheduled:
 		return "source cleanup at " + b.At.UTC().Format(time.RFC3339)
