@@ -14,6 +14,20 @@ func validCursorName(name string) error { return validName("cursor name", name, 
 // put the resource and migration in it. Errors: ErrInvalid (empty name,
 // longer than 256 bytes, or containing NUL), ErrClosed.
 func (s *Store) PutCursor(name string, v []byte) error {
+	return s.putCursor(name, v, s.write)
+}
+
+// PutCursorAfter is PutCursor without its own fsync: the value becomes
+// durable with the store's next synced commit. Pebble's log is recovered
+// as a prefix, so after a crash the value is never ahead of any commit
+// made before it: fit for a checkpoint that describes commits already made
+// (an import checkpoint written after its import returned), where a lost
+// checkpoint only means a page imported again, idempotently.
+func (s *Store) PutCursorAfter(name string, v []byte) error {
+	return s.putCursor(name, v, pebble.NoSync)
+}
+
+func (s *Store) putCursor(name string, v []byte, opts *pebble.WriteOptions) error {
 	if err := validCursorName(name); err != nil {
 		return err
 	}
@@ -21,7 +35,7 @@ func (s *Store) PutCursor(name string, v []byte) error {
 		return err
 	}
 	defer s.leave()
-	if err := s.db.Set(cursorKey(name), v, s.write); err != nil {
+	if err := s.db.Set(cursorKey(name), v, opts); err != nil {
 		return fmt.Errorf("store: put cursor: %w", err)
 	}
 	return nil
