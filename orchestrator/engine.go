@@ -84,6 +84,18 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 			return nil, 0, true
 		}
 	}
+	if !writeLocked(st.Phase) {
+		// Phase 3 first: other steps take a background slot, so a
+		// write-locked migration's appends never queue behind more than
+		// BackgroundSteps of them (the write fence users feel).
+		select {
+		case w.background <- struct{}{}:
+			defer func() { <-w.background }()
+		case <-ctx.Done():
+			_ = m.Nak()
+			return nil, 0, true
+		}
+	}
 	out := w.step(sctx, st)
 	if out.body != nil {
 		if hook := w.cfg.BeforeAppend; hook != nil && hook(st, out.body) != nil {
@@ -117,6 +129,16 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 		return nil, 0, true
 	}
 	return next, nseq, false // next nil (no event): the next step re-reads
+}
+
+// writeLocked reports whether a migration in phase p holds the write lock
+// (Phase 3: writes at the resource are refused until the swap).
+func writeLocked(p events.Phase) bool {
+	switch p {
+	case events.PhaseWriteLocked, events.PhaseDelta, events.PhaseValidated:
+		return true
+	}
+	return false
 }
 
 // beforeSwap reports whether a phase may still roll back.
@@ -632,43 +654,93 @@ func (w *Worker) endpointPair(ctx context.Context, st *events.State, service str
 	return src, tgt, nil
 }
 
-// copyPage exports one page from the source and imports it at the target.
-func (w *Worker) copyPage(ctx context.Context, st *events.State, service string, req services.ExportRequest) (PageInfo, error) {
-	src, tgt, err := w.endpointPair(ctx, st, service)
-	if err != nil {
-		return PageInfo{}, err
-	}
-	pi, err := src.Export(ctx, st.ID, req)
-	if err != nil {
-		return PageInfo{}, fmt.Errorf("export %s: %w", service, err)
-	}
-	if pi.Count > 0 {
-		if _, err := tgt.Import(ctx, st.ID, pi); err != nil {
-			return PageInfo{}, fmt.Errorf("import %s: %w", service, err)
-		}
-	}
-	return pi, nil
+// copiedPage is one page exported and imported: the request and what the
+// export reported.
+type copiedPage struct {
+	req services.ExportRequest
+	pi  PageInfo
 }
 
-// copyPages copies the next page of every pending service concurrently and
-// checkpoints them in one event (one synced append instead of one per
-// service). Pages that failed are not recorded: their services retry in the
-// next step; only when every page failed does the step count a transient
-// failure.
-func (w *Worker) copyPages(ctx context.Context, st *events.State, mode services.ExportMode, pending []events.ServiceProgress) outcome {
-	type result struct {
+// copyRun copies up to w.cfg.PagesPerStep consecutive pages of one service,
+// starting at req. Exports (a read of the source store and a synced
+// publish) run ahead of the imports by up to two pages while the target
+// imports them one after another, in order; so a run costs about its
+// imports plus one export, and one checkpoint event for all of it. It
+// returns the pages copied, in order; an error ends the run, and the pages
+// before it stand (the next step resumes after them). No new export starts
+// once pageRunBudget has passed, so a run never holds a step for long.
+func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, req services.ExportRequest) ([]copiedPage, error) {
+	src, tgt, err := w.endpointPair(ctx, st, service)
+	if err != nil {
+		return nil, err
+	}
+	type exported struct {
 		req services.ExportRequest
 		pi  PageInfo
 		err error
 	}
+	start := time.Now()
+	pages, stop := make(chan exported, 2), make(chan struct{})
+	defer close(stop) // an export still running finishes into nothing: re-exported next time
+	go func() {
+		defer close(pages)
+		r := req
+		for n := 0; n < w.cfg.PagesPerStep; n++ {
+			if n > 0 && time.Since(start) >= pageRunBudget {
+				return
+			}
+			pi, err := src.Export(ctx, st.ID, r)
+			select {
+			case pages <- exported{r, pi, err}:
+			case <-stop:
+				return
+			}
+			if err != nil || !pi.More {
+				return
+			}
+			r.Cursor = pi.Next
+			if r.Mode == services.Historical {
+				r.SyncToken = pi.SyncToken // the snapshot the first page fixed
+			}
+		}
+	}()
+	var out []copiedPage
+	for e := range pages {
+		if e.err != nil {
+			return out, fmt.Errorf("export %s: %w", service, e.err)
+		}
+		if e.pi.Count > 0 {
+			if _, err := tgt.Import(ctx, st.ID, e.pi); err != nil {
+				return out, fmt.Errorf("import %s: %w", service, err)
+			}
+		}
+		out = append(out, copiedPage{e.req, e.pi})
+	}
+	return out, nil
+}
+
+// pageRunBudget is how long a copy run keeps starting pages.
+const pageRunBudget = 500 * time.Millisecond
+
+// copyPages copies a run of pages of every pending service concurrently and
+// checkpoints them in one event (one synced append instead of one per page
+// and service; still one checkpoint entry per page, Algorithm 1 lines 8 and
+// 13). Pages that failed are not recorded: their services retry in the
+// next step; only when no page at all was copied does the step count a
+// transient failure.
+func (w *Worker) copyPages(ctx context.Context, st *events.State, mode services.ExportMode, pending []events.ServiceProgress) outcome {
+	type result struct {
+		pages []copiedPage
+		err   error
+	}
 	rs := make([]result, len(pending))
 	var wg sync.WaitGroup
 	for i, p := range pending {
-		rs[i].req = services.ExportRequest{Resource: st.Resource, Mode: mode, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit}
+		req := services.ExportRequest{Resource: st.Resource, Mode: mode, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit}
 		if mode == services.Delta {
-			rs[i].req.Cursor = p.DeltaCursor
+			req.Cursor = p.DeltaCursor
 		}
-		wg.Go(func() { rs[i].pi, rs[i].err = w.copyPage(ctx, st, p.Service, rs[i].req) })
+		wg.Go(func() { rs[i].pages, rs[i].err = w.copyRun(ctx, st, p.Service, req) })
 	}
 	wg.Wait()
 	var (
@@ -679,14 +751,19 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode services.
 	for i, r := range rs {
 		if r.err != nil {
 			first = cmp.Or(first, r.err)
-			continue
+			if len(r.pages) > 0 {
+				w.log.Info("copy run ended early", "migration", st.ID, "service", pending[i].Service, "pages", len(r.pages), "err", r.err)
+			}
 		}
-		svc, pi := pending[i].Service, r.pi
-		if mode == services.Delta {
-			delta = append(delta, events.DeltaCopied{Service: svc, Cursor: r.req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
-		} else {
-			hist = append(hist, events.PageCopied{Service: svc, Mode: uint8(services.Historical), Cursor: r.req.Cursor,
-				Next: pi.Next, SyncToken: pi.SyncToken, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
+		svc := pending[i].Service
+		for _, c := range r.pages {
+			pi := c.pi
+			if mode == services.Delta {
+				delta = append(delta, events.DeltaCopied{Service: svc, Cursor: c.req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
+			} else {
+				hist = append(hist, events.PageCopied{Service: svc, Mode: uint8(services.Historical), Cursor: c.req.Cursor,
+					Next: pi.Next, SyncToken: pi.SyncToken, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
+			}
 		}
 	}
 	switch {

@@ -26,9 +26,24 @@ func TestHappyPath(t *testing.T) {
 		t.Fatalf("%d Swapped events", n)
 	}
 	// 20 records in pages of 7 per service: three historical pages each,
-	// the two services' pages copied side by side, one event per round.
-	if n := countType(h, events.TypePagesCopied); n != 3 {
-		t.Fatalf("%d PagesCopied events, want 3", n)
+	// copied as one run per service (pipelined), the two services side by
+	// side, all six pages checkpointed in one event.
+	if n := countType(h, events.TypePagesCopied); n != 1 {
+		t.Fatalf("%d PagesCopied events, want 1", n)
+	}
+	for _, ev := range h {
+		if b, ok := ev.Body.(events.PagesCopied); ok {
+			next := map[string]uint64{}
+			for _, pg := range b.Pages {
+				if pg.Cursor != next[pg.Service] {
+					t.Fatalf("page of %s from %d, want from %d (pages of a run in order): %+v", pg.Service, pg.Cursor, next[pg.Service], b.Pages)
+				}
+				next[pg.Service] = pg.Next
+			}
+			if len(b.Pages) != 6 {
+				t.Fatalf("%d pages in the event, want 6", len(b.Pages))
+			}
+		}
 	}
 	for _, p := range st.Services {
 		if p.Records != 20 || !p.HistoricalDone || !p.DeltaDone {

@@ -118,3 +118,131 @@ func TestMergedStepsFallBack(t *testing.T) {
 	}
 	assertFold(t, h)
 }
+
+// TestWriteLockedStepsSkipTheBackgroundBound: steps of a migration holding
+// the write lock never wait for a background slot (Config.BackgroundSteps),
+// so other migrations' steps cannot queue in front of the write fence
+// users feel. With the only slot taken from the moment the write lock is
+// recorded, the delta and the swap still happen; the steps after the swap
+// wait for the slot.
+func TestWriteLockedStepsSkipTheBackgroundBound(t *testing.T) {
+	e := mustEnv(t)
+	const res = "conv/phase3-first"
+	e.seed(res, 5)
+	cfg := e.config()
+	cfg.BackgroundSteps = 1
+	var w *Worker
+	held, release := make(chan struct{}), make(chan struct{})
+	swapped := make(chan struct{}, 1)
+	cfg.AfterAppend = func(env *events.Envelope) error {
+		switch env.Type {
+		case events.TypeWriteLocked:
+			go func() { // takes the slot as soon as this step returns it
+				w.background <- struct{}{}
+				close(held)
+				<-release
+				<-w.background
+			}()
+		case events.TypeSwapped:
+			swapped <- struct{}{}
+		}
+		return nil
+	}
+	w = e.startWorker(cfg)
+	id, err := e.client.Start(context.Background(), events.Start{Resource: res, Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-swapped:
+	case <-time.After(20 * time.Second):
+		close(release)
+		t.Fatal("no swap while every background slot was taken")
+	}
+	<-held
+	if st, _, err := Load(context.Background(), e.nc, id); err != nil || st.Status.Terminal() {
+		t.Fatalf("after the swap, with the slot taken: %+v %v (want the cleanup step waiting)", st, err)
+	}
+	close(release)
+	if st := e.waitDone(id, 20*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("status %s: %s", st.Status, st.Reason)
+	}
+}
+
+// TestCopyRuns: a copy step copies a run of pages per service (the next
+// export during the previous import) and checkpoints them in one event; an
+// import that fails in the middle of a run ends it, the pages before it
+// stand, the next step resumes after them, and no failure is counted.
+func TestCopyRuns(t *testing.T) {
+	e := mustEnv(t)
+	const res = "conv/runs"
+	e.seed(res, 20) // three pages of 7 per service
+	f := e.wrap("eu", testServices[0])
+	var imports atomic.Int32
+	f.onImport = func(p *services.Page) error {
+		if p.Resource == res && imports.Add(1) == 2 {
+			return services.Errorf(services.CodeUnavailable, "injected import failure")
+		}
+		return nil
+	}
+	e.startWorker(e.config())
+	id, err := e.client.Start(context.Background(), events.Start{Resource: res, Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("status %s: %s", st.Status, st.Reason)
+	}
+	h := e.history(id)
+	var rounds [][]events.PageCopied
+	for _, ev := range h {
+		switch b := ev.Body.(type) {
+		case events.PagesCopied:
+			rounds = append(rounds, b.Pages)
+		case events.PageCopied:
+			rounds = append(rounds, []events.PageCopied{b})
+		}
+	}
+	count := func(pages []events.PageCopied, svc string) int {
+		n := 0
+		for _, p := range pages {
+			if p.Service == svc {
+				n++
+			}
+		}
+		return n
+	}
+	// Round 1: the healthy service's whole run (3 pages), the other's first
+	// page only (its second import failed). Round 2: the other's last two.
+	if len(rounds) != 2 || count(rounds[0], testServices[1]) != 3 || count(rounds[0], testServices[0]) != 1 ||
+		count(rounds[1], testServices[0]) != 2 || count(rounds[1], testServices[1]) != 0 {
+		t.Fatalf("rounds %+v", rounds)
+	}
+	if n := countType(h, events.TypeStepFailed); n != 0 {
+		t.Fatalf("%d StepFailed: a run cut short is progress, not a failure", n)
+	}
+	e.assertMigrated(res)
+	assertFold(t, h)
+}
+
+// TestConfigBoundsMustBePositive: a bad bound is refused with ErrInvalid
+// and no worker starts; zero means the default.
+func TestConfigBoundsMustBePositive(t *testing.T) {
+	e := mustEnv(t)
+	for name, mod := range map[string]func(*Config){
+		"background steps": func(c *Config) { c.BackgroundSteps = -1 },
+		"pages per step":   func(c *Config) { c.PagesPerStep = -2 },
+		"parallel":         func(c *Config) { c.Parallel = -1 },
+	} {
+		cfg := e.config()
+		mod(&cfg)
+		if _, err := NewWorker(e.nc, e.js, cfg); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	cfg := e.config()
+	cfg.EnsureDefaults()
+	if cfg.BackgroundSteps != DefaultBackgroundSteps || cfg.PagesPerStep != DefaultPagesPerStep {
+		t.Fatalf("defaults: %d background steps, %d pages per step", cfg.BackgroundSteps, cfg.PagesPerStep)
+	}
+}

@@ -174,7 +174,9 @@ func TestPartialPageFailure(t *testing.T) {
 		}
 		return nil
 	}
-	e.startWorker(e.config())
+	cfg := e.config()
+	cfg.PagesPerStep = 1 // one page per service per round (runs: TestCopyRuns)
+	e.startWorker(cfg)
 	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/partial", Target: "eu"})
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,10 @@ type Worker struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+
+	// background holds a slot per running step of a migration not in
+	// Phase 3 (Config.BackgroundSteps).
+	background chan struct{}
 }
 
 // NewWorker returns a worker; the streams must exist (Provision). Errors:
@@ -46,7 +50,7 @@ func NewWorker(nc *nats.Conn, js jetstream.JetStream, cfg Config) (*Worker, erro
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Worker{nc: nc, js: js, cfg: cfg, skew: cfg.Locker.Config().ClockSkew, log: cfg.Logger,
-		ctx: ctx, cancel: cancel, done: make(chan struct{})}, nil
+		ctx: ctx, cancel: cancel, done: make(chan struct{}), background: make(chan struct{}, cfg.BackgroundSteps)}, nil
 }
 
 // Done is closed when Run has returned.

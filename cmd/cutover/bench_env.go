@@ -35,6 +35,9 @@ type benchEnvOptions struct {
 	ConvergenceBuffer time.Duration
 	Workers           int
 	Parallel          int
+	// BackgroundSteps is the orchestrator's bound on concurrent steps
+	// outside Phase 3 per worker (0: its default).
+	BackgroundSteps int
 	// PageLimit is the export page size (0: the contract's default).
 	PageLimit int
 	// LazyFsync runs the embedded JetStream server with its default
@@ -91,6 +94,7 @@ func startBenchEnv(ctx context.Context, o benchEnvOptions, stdout io.Writer) (*b
 	cfg.Orchestrator.NoHolderCache = o.NoHolderCache
 	cfg.Orchestrator.ConvergenceBuffer = o.ConvergenceBuffer
 	cfg.Orchestrator.Parallel = o.Parallel
+	cfg.Orchestrator.BackgroundSteps = o.BackgroundSteps
 	cfg.Orchestrator.PageLimit = o.PageLimit
 	if err := cfg.ensureDefaults(); err != nil {
 		return fail(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -46,6 +47,12 @@ func TestBenchSuites(t *testing.T) {
 			allCompleted(t, v["ours"])
 			if _, ok := v["ours"].(map[string]any)["cpu"]; !ok {
 				t.Error("no cpu figure")
+			}
+		}},
+		{[]string{"throughput", "--cluster", "3", "--background-steps", "1", "--conversations", "3", "--big", "40", "--clients", "1", "--concurrency", "3"}, func(t *testing.T, v map[string]any) {
+			allCompleted(t, v["ours"])
+			if d, _ := v["durability"].(string); !strings.Contains(d, "R3") {
+				t.Errorf("durability %q, want the R3 cluster", d)
 			}
 		}},
 		{[]string{"copy", "--conversations", "1", "--messages", "120"}, func(t *testing.T, v map[string]any) {
@@ -117,6 +124,11 @@ func TestBenchProfiles(t *testing.T) {
 	}
 	if code, _, _ := run(t, "bench", "--cpuprofile"); code != 2 {
 		t.Errorf("--cpuprofile without a file: exit %d, want 2", code)
+	}
+	for _, bad := range [][]string{{"--cluster", "2"}, {"--background-steps", "-1"}, {"--cluster", "3", "--lazy-fsync"}} {
+		if code, _, _ := run(t, append([]string{"bench", "throughput"}, bad...)...); code != 2 {
+			t.Errorf("bench throughput %v: exit %d, want 2", bad, code)
+		}
 	}
 	if code, _, _ := run(t, "bench", "--memprofile=", "validate"); code != 2 {
 		t.Errorf("--memprofile= : exit %d, want 2", code)

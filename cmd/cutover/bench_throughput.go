@@ -44,6 +44,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	workers := fs.Int("workers", 2, "orchestrator workers")
 	fanout := fs.String("fanout", "direct", "how the migrations start: direct (one Start each, all at once; the engine's capacity) or tenant (one tenant move with --concurrency)")
 	lazy := fs.Bool("lazy-fsync", false, "run JetStream with its default lazy fsync instead of sync always (Pebble keeps fsync per commit)")
+	bgSteps := fs.Int("background-steps", 0, "per worker, concurrent steps of migrations outside Phase 3 (0: the orchestrator's default, 16)")
 	cluster := fs.Int("cluster", 1, "nodes: 1 (one node, sync always) or 3 (an embedded R3 cluster, the clustered durable default)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -57,6 +58,9 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	if *cluster == 3 && *lazy {
 		return fmt.Errorf("%w: --lazy-fsync is for one node", errUsage)
 	}
+	if *bgSteps < 0 {
+		return fmt.Errorf("%w: --background-steps must be >= 0", errUsage)
+	}
 	if *n < 3 || *big < 1 || *clients < 1 || *conc < 1 || *workers < 1 {
 		return fmt.Errorf("%w: --conversations >= 3, --big, --clients, --concurrency, --workers >= 1", errUsage)
 	}
@@ -64,7 +68,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	// The minimum convergence delay: one short cache tier and a replication
 	// bound the single-node mirror keeps easily; no extra buffer.
 	opts := benchEnvOptions{Tiers: []time.Duration{10 * time.Millisecond}, ReplicationBound: 20 * time.Millisecond,
-		ConvergenceBuffer: time.Millisecond, Workers: *workers, Parallel: max(64, *conc), LazyFsync: *lazy, Cluster: *cluster}
+		ConvergenceBuffer: time.Millisecond, Workers: *workers, Parallel: max(64, *conc), LazyFsync: *lazy, Cluster: *cluster, BackgroundSteps: *bgSteps}
 	e, err := startBenchEnv(ctx, opts, io.Discard)
 	if err != nil {
 		return err
