@@ -70,3 +70,44 @@ func TestServeRejectsNegativeMaxConcurrent(t *testing.T) {
 		t.Fatalf("Serve with MaxConcurrent -1: %v", err)
 	}
 }
+
+// TestEmptyPageIsNotPublished: an export with nothing in it answers Seq 0
+// and adds nothing to PagesStream (no synced append for nothing); a later
+// export of the same position that finds records publishes them under the
+// same Msg-Id, unshadowed.
+func TestEmptyPageIsNotPublished(t *testing.T) {
+	e := newEnv(t)
+	st := openStore(t)
+	e.serve(t, "eu", services.NewStoreParticipant("messages", st, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
+	c := contractnats.Dial(e.nc, e.js, "eu", "messages")
+	stream, err := e.js.Stream(t.Context(), contractnats.PagesStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := func() uint64 {
+		info, err := stream.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	put(t, st, res, "m0", "first")
+	hist, err := c.ExportToStream(t.Context(), "mig-empty", services.ExportRequest{Resource: res, Mode: services.Historical, Limit: 10})
+	if err != nil || hist.Seq == 0 || hist.Count != 1 {
+		t.Fatalf("historical export: %+v, %v", hist, err)
+	}
+	before := msgs()
+	req := services.ExportRequest{Resource: res, Mode: services.Delta, SyncToken: hist.SyncToken, Cursor: hist.SyncToken, Limit: 10}
+	ref, err := c.ExportToStream(t.Context(), "mig-empty", req)
+	if err != nil || ref.Seq != 0 || ref.Count != 0 || ref.More {
+		t.Fatalf("empty export: %+v, %v", ref, err)
+	}
+	if n := msgs(); n != before {
+		t.Fatalf("PAGES went from %d to %d messages for an empty page", before, n)
+	}
+	put(t, st, res, "m1", "hello")
+	ref, err = c.ExportToStream(t.Context(), "mig-empty", req)
+	if err != nil || ref.Seq == 0 || ref.Count != 1 || ref.Duplicate {
+		t.Fatalf("the same position with a record: %+v, %v", ref, err)
+	}
+}

@@ -34,10 +34,16 @@
 // (A3): idempotent) and records a checkpoint, the highest page sequence
 // applied for (migrationID, service), in durable state.
 //
+// An empty page (no records, no tombstones) is not published: its PageRef
+// has Seq 0 and Count 0, and there is nothing to import. Most resources
+// have services with nothing to copy, and each published page is a synced
+// append.
+//
 // # Concurrency
 //
 // Server and Client are safe for concurrent use by any goroutine. A Server
-// handles the requests of one endpoint one at a time, in arrival order, and
-// different endpoints in parallel; run more Servers of the same (region,
-// service) to share the load (micro's queue group).
+// handles up to ServeOptions.MaxConcurrent requests at once, of any
+// endpoints (each operation is idempotent and takes the store's
+// per-resource lock); run more Servers of the same (region, service) to
+// share the load (micro's queue group).
 package contractnats

@@ -124,6 +124,13 @@ func (r remote) Export(ctx context.Context, req services.ExportRequest) (service
 	if err != nil {
 		return services.Page{}, err
 	}
+	if ref.Seq == 0 { // an empty page is not published: the reference is the page
+		if ref.Count != 0 {
+			return services.Page{}, fmt.Errorf("PageRef %+v: %d records and no sequence", ref, ref.Count)
+		}
+		return services.Page{Service: r.c.Service(), Resource: req.Resource, Mode: req.Mode, SyncToken: ref.SyncToken,
+			Cursor: req.Cursor, Next: ref.Next, More: ref.More, Dependents: ref.Dependents}, nil
+	}
 	page, err := r.c.FetchPage(ctx, mig, ref.Seq)
 	if err != nil {
 		return services.Page{}, err

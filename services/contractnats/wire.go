@@ -15,6 +15,7 @@ import (
 // stream.
 type PageRef struct {
 	// Seq is the page's sequence in PagesStream; ImportFromStream takes it.
+	// 0 for an empty page, which is not published (nothing to import).
 	Seq uint64 `msgpack:"seq"`
 	// Count is the number of records in the page.
 	Count int `msgpack:"n"`
