@@ -21,6 +21,10 @@ type throughputFigure struct {
 	WriteLockMs      bench.Pct            `json:"write_lock_ms"`
 	WriteLockByClass map[string]bench.Pct `json:"write_lock_ms_by_class"`
 	TotalMs          bench.Pct            `json:"total_ms"`
+	// PhasesMs splits total_ms: requested -> converged (pre_lock, with the
+	// convergence wait), hard-delete lock -> write lock (historical),
+	// write lock -> swap (write_lock), from the phase timestamps.
+	PhasesMs map[string]bench.Pct `json:"phases_ms"`
 	CPU              bench.CPUUse         `json:"cpu"`
 	Client           clientFence          `json:"client"`
 	ConvergenceDelay string               `json:"convergence_delay"`
@@ -108,7 +112,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	var wl, tot []float64
-	byClass := map[string][]float64{}
+	byClass, phases := map[string][]float64{}, map[string][]float64{}
 	for _, m := range ms {
 		f.Migrations++
 		if m.state.Status != events.StatusCompleted {
@@ -119,6 +123,13 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 		wl = append(wl, w)
 		byClass[m.conv.Class] = append(byClass[m.conv.Class], w)
 		tot = append(tot, msBetween(m.state.RequestedAt, m.state.SwappedAt))
+		phases["pre_lock"] = append(phases["pre_lock"], msBetween(m.state.RequestedAt, m.state.ConvergedAt))
+		phases["historical"] = append(phases["historical"], msBetween(m.state.HardDeleteAt, m.state.WriteLockedAt))
+		phases["write_lock"] = append(phases["write_lock"], w)
+	}
+	f.PhasesMs = map[string]bench.Pct{}
+	for k, v := range phases {
+		f.PhasesMs[k] = bench.Percentiles(v)
 	}
 	for c, v := range byClass {
 		f.WriteLockByClass[c] = bench.Percentiles(v)
