@@ -88,13 +88,12 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 		// Phase 3 first: other steps take a background slot, so a
 		// write-locked migration's appends never queue behind more than
 		// BackgroundSteps of them (the write fence users feel).
-		select {
-		case w.background <- struct{}{}:
-			defer func() { <-w.background }()
-		case <-ctx.Done():
+		release, ok := w.takeBackground(ctx)
+		if !ok {
 			_ = m.Nak()
 			return nil, 0, true
 		}
+		defer release()
 	}
 	out := w.step(sctx, st)
 	if out.body != nil {
@@ -129,6 +128,28 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 		return nil, 0, true
 	}
 	return next, nseq, false // next nil (no event): the next step re-reads
+}
+
+// backgroundLease is the longest a step holds its background slot. A step
+// that takes longer (stuck on a partitioned request until its timeout)
+// gives the slot back and runs on unbounded: the bound shapes the queue in
+// front of Phase 3 under load, and must not let a few stuck steps stop
+// every other migration (found by `cutover chaos`: with 8 slots held by
+// steps waiting out a partition, 51 migrations in 3 minutes instead of 439).
+const backgroundLease = 250 * time.Millisecond
+
+// takeBackground waits for a background slot; release gives it back (at
+// the latest after backgroundLease). ok is false when ctx ended first.
+func (w *Worker) takeBackground(ctx context.Context) (release func(), ok bool) {
+	select {
+	case w.background <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false
+	}
+	var once sync.Once
+	give := func() { once.Do(func() { <-w.background }) }
+	t := time.AfterFunc(backgroundLease, give)
+	return func() { t.Stop(); give() }, true
 }
 
 // writeLocked reports whether a migration in phase p holds the write lock
@@ -587,7 +608,14 @@ func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State) error
 		if err != nil {
 			return err
 		}
-		if p.Source == st.Target && p.Status == events.StatusCompleted && p.Token != "" {
+		// Swapped is enough: the swap is the commit point, and the
+		// migration's Completed can come well after it (its worker killed
+		// after the swap, or its next step still queued) while this move
+		// back has already swapped. Requiring Completed left the fence up
+		// for its whole hour (found by `cutover chaos`: a fence "held by
+		// another token" at a primary, three times in a row).
+		swapped := p.Status == events.StatusCompleted || !p.SwappedAt.IsZero()
+		if p.Source == st.Target && swapped && p.Token != "" {
 			prev = p
 			break
 		}

@@ -246,3 +246,53 @@ func TestConfigBoundsMustBePositive(t *testing.T) {
 		t.Fatalf("defaults: %d background steps, %d pages per step", cfg.BackgroundSteps, cfg.PagesPerStep)
 	}
 }
+
+// TestStuckStepGivesItsSlotBack: a step stuck on a request (a partition:
+// it waits for its timeout) holds its background slot at most
+// backgroundLease, so with one slot another migration still runs to the
+// end meanwhile (found by chaos: 8 slots held by stuck steps stalled the
+// engine).
+func TestStuckStepGivesItsSlotBack(t *testing.T) {
+	e := mustEnv(t)
+	e.seed("conv/stuck", 3)
+	e.seed("conv/free", 3)
+	f := e.wrap("us", testServices[0])
+	stuck, release := make(chan struct{}, 1), make(chan struct{})
+	f.onExport = func(req services.ExportRequest) error {
+		if req.Resource == "conv/stuck" {
+			select {
+			case stuck <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+		return nil
+	}
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	cfg := e.config()
+	cfg.BackgroundSteps = 1
+	e.startWorker(cfg)
+	ctx := context.Background()
+	idStuck, err := e.client.Start(ctx, events.Start{Resource: "conv/stuck", Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-stuck
+	idFree, err := e.client.Start(ctx, events.Start{Resource: "conv/free", Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(idFree, 20*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("the free migration: %s %s", st.Status, st.Reason)
+	}
+	close(release)
+	if st := e.waitDone(idStuck, 20*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("the stuck migration once unstuck: %s %s", st.Status, st.Reason)
+	}
+}

@@ -206,3 +206,60 @@ func TestLateCleanupKeepsWhatCameBack(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveBackBeforeThePreviousCompleted: the move back clears the previous
+// migration's post-swap fence even when that migration has swapped but not
+// yet recorded Completed (its worker died after the swap): otherwise users
+// get 423 at the new primary until the fence's hour runs out.
+func TestMoveBackBeforeThePreviousCompleted(t *testing.T) {
+	e := mustEnv(t)
+	const res = "conv/back-early"
+	e.seed(res, 3)
+	cfg := e.config()
+	var first atomic.Value
+	var backDone atomic.Bool
+	cfg.BeforeAppend = func(st *events.State, b events.Body) error {
+		if _, ok := b.(events.Completed); ok && st.ID == first.Load() && !backDone.Load() {
+			return errCrash // the first move cannot complete until the move back has
+		}
+		return nil
+	}
+	e.startWorker(cfg)
+	ctx := context.Background()
+	id1, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Store(id1)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, _, err := Load(ctx, e.nc, id1)
+		if err == nil && !st.SwappedAt.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first move never swapped")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(id2, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("move back: %s %s", st.Status, st.Reason)
+	}
+	if st, _, _ := Load(ctx, e.nc, id1); st.Status.Terminal() {
+		t.Fatalf("the first move completed before the move back: the test proves nothing")
+	}
+	for _, svc := range testServices {
+		f, err := e.stores["us"][svc].GetFence(res)
+		if err != nil || f.Level != store.FenceNone {
+			t.Errorf("%s at the primary after the move back: %s fence (%v), want none", svc, f.Level, err)
+		}
+	}
+	backDone.Store(true)
+	if st := e.waitDone(id1, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("first move: %s %s", st.Status, st.Reason)
+	}
+}
