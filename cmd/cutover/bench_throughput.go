@@ -24,7 +24,7 @@ type throughputFigure struct {
 	// PhasesMs splits total_ms: requested -> converged (pre_lock, with the
 	// convergence wait), hard-delete lock -> write lock (historical),
 	// write lock -> swap (write_lock), from the phase timestamps.
-	PhasesMs map[string]bench.Pct `json:"phases_ms"`
+	PhasesMs         map[string]bench.Pct `json:"phases_ms"`
 	CPU              bench.CPUUse         `json:"cpu"`
 	Client           clientFence          `json:"client"`
 	ConvergenceDelay string               `json:"convergence_delay"`

@@ -165,6 +165,26 @@ func lockAnalysis(hs []observedRev, skew time.Duration, paused map[kvrouting.Tok
 	return stale, pausedOps, maxFence, lastSwap, samples
 }
 
+// settled retries a read for up to checkReadPatience: the checks run right
+// after the last fault, and a stream whose leader was just killed answers
+// 503 until its election ends (seen in TestChaosShort under -race). Reads
+// are idempotent; an error that outlasts the patience is returned.
+func settled[T any](ctx context.Context, read func() (T, error)) (T, error) {
+	deadline := time.Now().Add(checkReadPatience)
+	for {
+		v, err := read()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+const checkReadPatience = 20 * time.Second
+
 // check fills the migration figures and the invariants from what clients
 // saw acknowledged, what the stores hold and the observed routing history.
 func (r *chaosRun) check(ctx context.Context, regions regionMap, reader *client.Client, led *ledger) error {
@@ -187,7 +207,10 @@ func (r *chaosRun) check(ctx context.Context, regions regionMap, reader *client.
 	// Every migration completed or rolled back cleanly (terminal, and no
 	// lock of it left in the routing document).
 	for _, id := range all {
-		st, _, err := r.orch.State(ctx, id)
+		st, err := settled(ctx, func() (*events.State, error) {
+			st, _, err := r.orch.State(ctx, id)
+			return st, err
+		})
 		if err != nil {
 			return fmt.Errorf("state of %s: %w", id, err)
 		}
@@ -199,7 +222,7 @@ func (r *chaosRun) check(ctx context.Context, regions regionMap, reader *client.
 			if err != nil {
 				return err
 			}
-			doc, err := r.lk.Get(ctx, res)
+			doc, err := settled(ctx, func() (*kvrouting.Document, error) { return r.lk.Get(ctx, res) })
 			if err != nil {
 				return err
 			}
@@ -244,7 +267,7 @@ func (r *chaosRun) check(ctx context.Context, regions regionMap, reader *client.
 	rep.Writes.Conversation = len(convs)
 	for _, conv := range convs {
 		res := chatResource(conv)
-		doc, err := r.lk.Get(ctx, res)
+		doc, err := settled(ctx, func() (*kvrouting.Document, error) { return r.lk.Get(ctx, res) })
 		if err != nil {
 			return err
 		}

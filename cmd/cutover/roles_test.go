@@ -122,7 +122,10 @@ func TestRolesTogether(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if m.Resource != "conv/roles" || m.Figures == nil || len(m.Timeline) < 10 {
+	// requested, pre-locked, hard-delete-locked (with its fence),
+	// pages-copied, write-locked (with its fence), deltas-copied, swapped
+	// (with the validation and the cleanup schedule), completed.
+	if m.Resource != "conv/roles" || m.Figures == nil || len(m.Timeline) < 8 {
 		t.Fatalf("read model %+v", m)
 	}
 	var list struct {
