@@ -166,9 +166,14 @@ type Validated struct {
 // its own; and when it could also clear the previous migration's post-swap
 // fence, it schedules the cleanup here (CleanupAt non-zero) instead of in a
 // CleanupScheduled event. One synced append for what were three.
+//
+// When the step that copied the last delta pages also validated and
+// swapped, Swapped checkpoints those pages too (Deltas, applied before the
+// swap): the write-blocked window is then two synced appends long.
 type Swapped struct {
-	Validation *Validated `msgpack:"val,omitempty"`
-	CleanupAt  time.Time  `msgpack:"cleanup,omitempty"`
+	Validation *Validated    `msgpack:"val,omitempty"`
+	CleanupAt  time.Time     `msgpack:"cleanup,omitempty"`
+	Deltas     []DeltaCopied `msgpack:"deltas,omitempty"`
 }
 
 // CleanupScheduled records when the source data will be deleted (the

@@ -15,11 +15,12 @@ import (
 // migration of a small resource (one page per service; the two services'
 // pages are copied concurrently and checkpointed in one event).
 //
-// Seven synced appends: the escalations carry their fences, the swap carries
-// the validation and the cleanup schedule (issue 7's budget).
+// Six synced appends: the escalations carry their fences, the swap carries
+// the last delta pages, the validation and the cleanup schedule (issue 7's
+// budget).
 var happyTypes = []string{
 	events.TypePreLocked, events.TypeHardDeleteLocked, events.TypePagesCopied,
-	events.TypeWriteLocked, events.TypeDeltasCopied, events.TypeSwapped, events.TypeCompleted,
+	events.TypeWriteLocked, events.TypeSwapped, events.TypeCompleted,
 }
 
 // A worker that dies at any phase boundary — right after event K, or after

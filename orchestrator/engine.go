@@ -345,20 +345,10 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 			if o, bad := w.verify(ctx, st, res); bad {
 				return o
 			}
-			return w.copyPages(ctx, st, services.Delta, pending)
+			o := w.copyPages(ctx, st, services.Delta, pending)
+			return w.swapAfterDeltas(ctx, st, res, tok, o)
 		}
-		if o, bad := w.verify(ctx, st, res); bad {
-			return o
-		}
-		v := w.validate(ctx, st) // line 14
-		if w.writeExpired(st, w.cfg.Clock()) && v.OK {
-			return w.rollback(ctx, st, res, "write lock expired")
-		}
-		if !v.OK {
-			return outcome{body: v}
-		}
-		// Valid: swap in this same step; Swapped records the validation.
-		return w.swap(ctx, st, res, tok, &v)
+		return w.validateAndSwap(ctx, st, res, tok)
 
 	case events.PhaseValidated: // the swap after a validation recorded on its own
 		return w.swap(ctx, st, res, tok, nil)
@@ -432,6 +422,56 @@ func (w *Worker) escalateHardDelete(ctx context.Context, st *events.State, res k
 		w.log.Info("hard-delete fence deferred to its own step", "migration", st.ID, "err", err)
 	}
 	return outcome{body: ev}
+}
+
+// validateAndSwap validates (Algorithm 1 line 14) and, when the copy is
+// valid, swaps in the same step: Swapped records the validation.
+func (w *Worker) validateAndSwap(ctx context.Context, st *events.State, res kvrouting.Resource, tok kvrouting.Token) outcome {
+	if o, bad := w.verify(ctx, st, res); bad {
+		return o
+	}
+	v := w.validate(ctx, st)
+	if w.writeExpired(st, w.cfg.Clock()) && v.OK {
+		return w.rollback(ctx, st, res, "write lock expired")
+	}
+	if !v.OK {
+		return outcome{body: v}
+	}
+	return w.swap(ctx, st, res, tok, &v)
+}
+
+// swapAfterDeltas goes on from a delta copy step whose pages (o) finished
+// the delta of every service: it validates and swaps in the same step, and
+// the Swapped event checkpoints the pages too. The write-blocked window is
+// then two synced appends (write lock with its fence; deltas, validation
+// and swap) instead of three. Anything short of a swap records the pages
+// alone (a rollback records itself), and the next step validates again.
+func (w *Worker) swapAfterDeltas(ctx context.Context, st *events.State, res kvrouting.Resource, tok kvrouting.Token, o outcome) outcome {
+	var deltas []events.DeltaCopied
+	switch b := o.body.(type) {
+	case events.DeltaCopied:
+		deltas = []events.DeltaCopied{b}
+	case events.DeltasCopied:
+		deltas = b.Pages
+	default:
+		return o // a failure: nothing copied
+	}
+	after := st.Clone()
+	for _, d := range deltas {
+		applyDelta(after, d)
+	}
+	if len(after.Pending(true)) > 0 || w.writeExpired(st, w.cfg.Clock()) {
+		return o
+	}
+	tail := w.validateAndSwap(ctx, after, res, tok)
+	switch b := tail.body.(type) {
+	case events.Swapped:
+		b.Deltas = deltas
+		return outcome{body: b}
+	case events.RolledBack:
+		return tail
+	}
+	return o
 }
 
 // swap fences the old location for after the swap and swaps (Algorithm 1

@@ -102,6 +102,9 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 			n.Abort = "validation failed: " + b.Detail
 		}
 	case events.Swapped:
+		for _, pg := range b.Deltas {
+			applyDelta(n, pg)
+		}
 		n.Phase, n.SwappedAt, n.LockExpiry = events.PhaseSwapped, at, zeroTime
 		if !b.CleanupAt.IsZero() {
 			n.Phase, n.CleanupAt = events.PhaseCleanupScheduled, b.CleanupAt.UTC()

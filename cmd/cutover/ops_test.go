@@ -132,10 +132,11 @@ func TestOperatorCommands(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
-		// The escalations carry their fences and the swap its validation
-		// and cleanup schedule (one synced append each).
+		// The escalations carry their fences and the swap the last delta
+		// pages, its validation and the cleanup schedule (one synced append
+		// each).
 		types := []string{events.TypeRequested, events.TypePreLocked, events.TypeHardDeleteLocked,
-			events.TypePagesCopied, events.TypeWriteLocked, events.TypeDeltasCopied, events.TypeSwapped, events.TypeCompleted}
+			events.TypePagesCopied, events.TypeWriteLocked, events.TypeSwapped, events.TypeCompleted}
 		last := -1
 		for _, typ := range types {
 			i := strings.Index(out, "  "+typ+" ")

@@ -81,6 +81,13 @@ func describe(e *events.Envelope) string {
 		return "FAILED: " + b.Detail
 	case events.Swapped:
 		var parts []string
+		if n := len(b.Deltas); n > 0 {
+			recs := 0
+			for _, d := range b.Deltas {
+				recs += d.Count
+			}
+			parts = append(parts, fmt.Sprintf("last delta: %d records in %d pages", recs, n))
+		}
 		if v := b.Validation; v != nil {
 			parts = append(parts, fmt.Sprintf("validated %d slices in %s", v.Slices, v.Duration.Round(time.Microsecond)))
 		}
