@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"go.uber.org/fx"
+	"github.com/cutover/cutover/internal/system"
 )
 
 func init() {
@@ -36,28 +36,21 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	cfg := &systemConfig{DataDir: dir, Regions: splitList(*regions), HTTPAddr: *httpAddr, Cluster: *cluster, NATSPort: *natsPort}
-	if err := cfg.ensureDefaults(); err != nil {
+	sys, err := system.Start(ctx, system.Config{DataDir: dir, Regions: splitList(*regions), HTTPAddr: *httpAddr, Cluster: *cluster, NATSPort: *natsPort})
+	if err != nil {
 		return err
 	}
-	var ep *natsEndpoint
-	var hs *httpServer
-	app := newApp(stdout, systemModule(cfg), apiModule(), orchestratorModule(), metricsModule(true), fx.Populate(&ep, &hs))
-	if err := app.Err(); err != nil {
-		return err
-	}
-	if err := app.Start(ctx); err != nil {
-		return err
-	}
+	cfg := sys.Config
 	fmt.Fprintf(stdout, "cutover dev: regions %s (write region %s)\n", strings.Join(cfg.Regions, ", "), cfg.Regions[0])
-	fmt.Fprintf(stdout, "  NATS      %s\n", ep.URL)
-	fmt.Fprintf(stdout, "  HTTP API  http://%s   (try: curl -s -H 'Authorization: Bearer user:alice' -X POST http://%s/v1/conversations -d '{\"title\":\"hello\"}')\n", hs.addr, hs.addr)
+	fmt.Fprintf(stdout, "  NATS      %s\n", sys.NATSURL)
+	fmt.Fprintf(stdout, "  HTTP API  %s   (try: curl -s -H 'Authorization: Bearer user:alice' -X POST %s/v1/conversations -d '{\"title\":\"hello\"}')\n", sys.APIURL, sys.APIURL)
 	fmt.Fprintf(stdout, "  data      %s\n", dir)
 	fmt.Fprintln(stdout, "Ctrl-C to stop.")
-	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.Background(), 15e9)
-	defer cancel()
-	return app.Stop(stopCtx)
+	select {
+	case <-ctx.Done():
+	case <-sys.Done():
+	}
+	return sys.Close()
 }
 
 func splitList(s string) []string {

@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/cutover/cutover/internal/system"
 )
 
 // command is one subcommand.
@@ -54,7 +56,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		fmt.Fprintf(stderr, "cutover %s: %v\n", args[0], err)
-		if errors.Is(err, errUsage) {
+		if errors.Is(err, errUsage) || errors.Is(err, system.ErrConfig) {
 			return 2
 		}
 		return 1

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -124,7 +125,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // prober runs one probe cycle.
 type prober struct {
 	st             *kvrouting.Store
-	cfg            *systemConfig
+	cfg            *system.Config
 	lk             *kvrouting.Locker
 	warm           *kvrouting.Resolver
 	res            kvrouting.Resource
@@ -137,8 +138,8 @@ type prober struct {
 
 func newProber(st *kvrouting.Store, region, target string) (*prober, error) {
 	// The deployment's timings: every role runs with these defaults.
-	cfg := &systemConfig{Regions: []string{region, target}}
-	if err := cfg.ensureDefaults(); err != nil {
+	cfg := &system.Config{Regions: []string{region, target}}
+	if err := cfg.EnsureDefaults(); err != nil {
 		return nil, err
 	}
 	p := &prober{st: st, cfg: cfg, region: region, target: target, print: func(probeAssertion) {}}

@@ -103,156 +103,6 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
-// joinDeployment prepares cfg for a process joining the deployment at
-// url. The deployment's size decides the replica counts: cfg.Cluster is set
-// to the node count seen from the server (1 for a standalone server, which
-// refuses replicated streams), and the endpoint is supplied directly rather
-// than through cfg.NATSURL, whose providers assume a 3-node cluster. The
-// buckets and streams are provisioned here, with retries (see
-// provisionDeployment); mirrors names the read replicas this role needs.
-func joinDeployment(ctx context.Context, url string, sec cnats.ClientSecurity, cfg *systemConfig, mirrors []string) (*natsEndpoint, error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	opts, err := sec.Options()
-	if err != nil {
-		return nil, err
-	}
-	nc, js, err := cnats.Connect(cctx, url, opts...)
-	if err != nil {
-		return nil, err
-	}
-	defer nc.Close()
-	cfg.Cluster = natsNodes(nc)
-	cfg.NATSURL = ""
-	if err := provisionDeployment(ctx, js, cfg.Cluster, mirrors, cfg.Logger); err != nil {
-		return nil, err
-	}
-	return &natsEndpoint{URL: url}, nil
-}
-
-// provisionDeployment creates (or confirms) the routing bucket, the PAGES
-// stream, the migration streams and mirrors, each with a short per-attempt
-// timeout and retries. Roles starting together on a fresh cluster create
-// the same R3 streams concurrently, and such a create can go unanswered:
-// two concurrent CreateOrUpdateKeyValue calls on a fresh 3-node cluster
-// both hung until their deadline in 2 of 4 runs, and an immediate retry
-// answered at once. Creation is idempotent, so retrying is safe.
-func provisionDeployment(ctx context.Context, js jetstream.JetStream, nodes int, mirrors []string, log *slog.Logger) error {
-	replicas := cnats.DefaultReplicas(nodes)
-	type step struct {
-		what string
-		do   func(context.Context) error
-	}
-	steps := []step{
-		{"routing bucket", func(ctx context.Context) error {
-			_, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Nodes: nodes})
-			return err
-		}},
-		{"pages stream", func(ctx context.Context) error {
-			_, err := contractnats.ProvisionPages(ctx, js, replicas)
-			return err
-		}},
-		{"migration streams", func(ctx context.Context) error {
-			return orchestrator.Provision(ctx, js, orchestrator.StreamConfig{Replicas: replicas})
-		}},
-	}
-	for _, r := range mirrors {
-		steps = append(steps, step{"mirror " + r, func(ctx context.Context) error {
-			_, err := cnats.ProvisionMirror(ctx, js, r, 1)
-			return err
-		}})
-	}
-	const attempts, perAttempt = 10, 3 * time.Second
-	for _, s := range steps {
-		var err error
-		for n := 1; n <= attempts; n++ {
-			actx, cancel := context.WithTimeout(ctx, perAttempt)
-			err = s.do(actx)
-			cancel()
-			unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
-			if err == nil || ctx.Err() != nil || !(unanswered || clusterForming(err)) {
-				break
-			}
-			log.Warn("provisioning unanswered; retrying", "what", s.what, "attempt", n, "err", err)
-			if !unanswered { // answered at once: give the cluster time to form
-				select {
-				case <-ctx.Done():
-				case <-time.After(500 * time.Millisecond):
-				}
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("provision %s: %w", s.what, err)
-		}
-	}
-	return nil
-}
-
-// roleConnIn is provideRoleConn's input: the connection's security is
-// optional (TestValidateRoleApps composes the roles without it).
-type roleConnIn struct {
-	fx.In
-	LC  fx.Lifecycle
-	EP  *natsEndpoint
-	Sec *cnats.ClientSecurity `optional:"true"`
-}
-
-// provideRoleConn is provideConn with the role's user and TLS settings.
-func provideRoleConn(in roleConnIn) (*nats.Conn, jetstream.JetStream, error) {
-	var opts []nats.Option
-	if in.Sec != nil {
-		var err error
-		if opts, err = in.Sec.Options(); err != nil {
-			return nil, nil, err
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	nc, js, err := cnats.Connect(ctx, in.EP.URL, opts...)
-	if err != nil {
-		return nil, nil, err
-	}
-	in.LC.Append(fx.StopHook(nc.Close))
-	return nc, js, nil
-}
-
-// clusterForming reports whether err is JetStream saying its cluster is
-// not ready yet: no peers for placement (10005) while the nodes' routes
-// and meta group form, or the system temporarily unavailable (10008). A
-// role started together with the nodes sees these; a retry succeeds once
-// the cluster has formed.
-func clusterForming(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == 10005 || apiErr.ErrorCode == 10008)
-}
-
-// natsNodes is the JetStream cluster size assumed behind nc: 1 for a
-// standalone server (it refuses replicas > 1), else 3 (DESIGN.md "Scaling
-// out": a 3-node cluster, R3).
-func natsNodes(nc *nats.Conn) int {
-	if nc.ConnectedClusterName() == "" {
-		return 1
-	}
-	return cnats.DefaultClusterNodes
-}
-
-// runApp starts app, calls ready, and stops the app when ctx ends.
-func runApp(ctx context.Context, app *fx.App, ready func()) error {
-	if err := app.Err(); err != nil {
-		return err
-	}
-	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := app.Start(startCtx); err != nil {
-		return err
-	}
-	ready()
-	<-ctx.Done()
-	stopCtx, cancel2 := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel2()
-	return app.Stop(stopCtx)
-}
-
 // ------------------------------------------------------------------ nats
 
 func runNATSRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -299,8 +149,8 @@ func runNATSRole(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	var srv *cnats.Server
-	app := newApp(stdout, fx.Supply(sec), fx.Provide(provideNATSNode), fx.Populate(&srv))
-	return runApp(ctx, app, func() {
+	app := system.NewApp(system.NATSNode(sec), fx.Populate(&srv))
+	return app.Run(ctx, func() {
 		fmt.Fprintf(stdout, "cutover nats: node %s\n", srv.Name())
 		fmt.Fprintf(stdout, "  NATS      %s\n", srv.ClientURL())
 		fmt.Fprintf(stdout, "  store     %s\n", srv.StoreDir())
@@ -349,27 +199,6 @@ func natsSecurity(opts cnats.Options, ca, cert, key string, verifyClients, route
 	return sec, nil
 }
 
-// provideNATSNode starts one embedded server (a secure one when sec asks
-// for users or TLS); it stops with the app.
-func provideNATSNode(lc fx.Lifecycle, sec cnats.SecureOptions) (*cnats.Server, error) {
-	var srv *cnats.Server
-	if len(sec.Users) == 0 && sec.TLS == nil && sec.RouteTLS == nil {
-		s, err := cnats.StartServer(sec.Options)
-		if err != nil {
-			return nil, err
-		}
-		srv = s
-	} else {
-		s, err := cnats.StartSecureServer(sec)
-		if err != nil {
-			return nil, err
-		}
-		srv = s.Server
-	}
-	lc.Append(fx.StopHook(srv.Shutdown))
-	return srv, nil
-}
-
 // ------------------------------------------------------------------ service
 
 func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -404,16 +233,16 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	cfg := &systemConfig{Regions: []string{*region}, DataDir: *data, Logger: log}
-	if err := cfg.ensureDefaults(); err != nil {
+	cfg := &system.Config{Regions: []string{*region}, DataDir: *data, Logger: log}
+	if err := cfg.EnsureDefaults(); err != nil {
 		return err
 	}
-	ep, err := joinDeployment(ctx, *rf.nats, sec, cfg, nil)
+	ep, err := system.Join(ctx, *rf.nats, sec, cfg, nil)
 	if err != nil {
 		return err
 	}
-	app := newApp(stdout, serviceOptions(cfg, ep), fx.Supply(&sec), sweepOption(*sweep))
-	return runApp(ctx, app, func() {
+	app := system.NewApp(system.ServiceRole(cfg, ep), fx.Supply(&sec), system.Sweeps(*sweep))
+	return app.Run(ctx, func() {
 		log.Info("service started", "region", *region, "nats", ep.URL)
 		fmt.Fprintf(stdout, "cutover service: region %s on the migration contract\n", *region)
 		fmt.Fprintf(stdout, "  NATS      %s\n", ep.URL)
@@ -421,23 +250,6 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stdout, "  data      %s\n", dataLine(*data))
 		fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	})
-}
-
-// serviceOptions composes the service role: NATS, the routing store (it
-// provisions the routing bucket and the PAGES stream the contract servers
-// publish to), the region's stores and their contract servers.
-func serviceOptions(cfg *systemConfig, ep *natsEndpoint) fx.Option {
-	return fx.Options(fx.Supply(cfg, ep),
-		fx.Provide(provideRoleConn, provideRoutingStore, provideGuardLocker, provideRegions),
-		fx.Invoke(func(*kvrouting.Store) {}),
-		fx.Invoke(serveContracts))
-}
-
-// provideGuardLocker gives the service role the routing reads its cleanup
-// guard needs (services.RoutingCleanupGuard only reads from the leader; the
-// lock timings are the orchestrator's business).
-func provideGuardLocker(cfg *systemConfig, st *kvrouting.Store) (*kvrouting.Locker, error) {
-	return provideLocker(cfg, st, resolverMap{})
 }
 
 func dataLine(dir string) string {
@@ -448,10 +260,6 @@ func dataLine(dir string) string {
 }
 
 // ------------------------------------------------------------------ orchestrator
-
-// apiBase is the user-facing API's base URL the orchestrator validates
-// through ("" = through the contract's digests).
-type apiBase string
 
 func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("orchestrator", "orchestrator [--workers N] [--api URL] [--nats URL] [--log-level L]\n\nPhase-engine workers (paper 001 Algorithm 1) sharing the durable consumers of MIGRATION_CMDS\nand MIGRATION_WORK: run as many processes as you like, any worker resumes any migration.\nPre-cutover validation reads the services' digests through the migration contract, or through\nthe user-facing API (the path users take, paper 001 §5.3) when --api is given.", stdout)
@@ -488,18 +296,18 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	// The orchestrator serves no region. One region is enough for the
 	// locker's convergence delay (max cache TTL + replication bound, the
 	// same settings in every role) and provisions no read replica.
-	cfg := &systemConfig{Regions: []string{"us-east"}, Workers: *workers, ServiceSecret: *secret, Logger: log}
-	if err := cfg.ensureDefaults(); err != nil {
+	cfg := &system.Config{Regions: []string{"us-east"}, Workers: *workers, ServiceSecret: *secret, Logger: log}
+	if err := cfg.EnsureDefaults(); err != nil {
 		return err
 	}
-	ep, err := joinDeployment(ctx, *rf.nats, sec, cfg, nil)
+	ep, err := system.Join(ctx, *rf.nats, sec, cfg, nil)
 	if err != nil {
 		return err
 	}
 	var ws []*orchestrator.Worker
 	var lk *kvrouting.Locker
-	app := newApp(stdout, orchestratorOptions(cfg, ep, apiBase(strings.TrimRight(*apiURL, "/"))), fx.Supply(&sec), fx.Populate(&ws, &lk))
-	return runApp(ctx, app, func() {
+	app := system.NewApp(system.OrchestratorRole(cfg, ep, system.APIBase(strings.TrimRight(*apiURL, "/"))), fx.Supply(&sec), fx.Populate(&ws, &lk))
+	return app.Run(ctx, func() {
 		validation := "contract digests"
 		if *apiURL != "" {
 			validation = "API " + *apiURL
@@ -512,20 +320,6 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 		fmt.Fprintf(stdout, "  convergence %s + buffer %s\n", lk.Config().ConvergenceDelay, cfg.Orchestrator.ConvergenceBuffer)
 		fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	})
-}
-
-// orchestratorOptions composes the orchestrator role: NATS, the routing
-// store and locker, the directory over the contract, the workers.
-func orchestratorOptions(cfg *systemConfig, ep *natsEndpoint, base apiBase) fx.Option {
-	return fx.Options(fx.Supply(cfg, ep, base),
-		fx.Provide(provideRoleConn, provideRoutingStore, provideResolvers, provideLocker, provideRoleDirectory, provideWorkers),
-		fx.Invoke(func([]*orchestrator.Worker) {}))
-}
-
-// provideRoleDirectory is the orchestrator's directory over the NATS
-// contract, validating through base when it is set.
-func provideRoleDirectory(cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream, base apiBase) *natsDirectory {
-	return newNATSDirectory(nc, js, func() string { return string(base) }, cfg.ServiceSecret)
 }
 
 // ------------------------------------------------------------------ projector
@@ -560,210 +354,23 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	cfg := &systemConfig{Logger: log}
-	if err := cfg.ensureDefaults(); err != nil {
+	cfg := &system.Config{Logger: log}
+	if err := cfg.EnsureDefaults(); err != nil {
 		return err
 	}
-	ep, err := joinDeployment(ctx, *rf.nats, sec, cfg, nil)
+	ep, err := system.Join(ctx, *rf.nats, sec, cfg, nil)
 	if err != nil {
 		return err
 	}
-	var hs *projectorHTTP
-	app := newApp(stdout, projectorOptions(cfg, ep, projectorAddr(*addr)), fx.Supply(&sec), fx.Populate(&hs))
-	return runApp(ctx, app, func() {
-		log.Info("projector started", "http", hs.addr, "nats", ep.URL)
+	var hs system.ProjectorHTTP
+	app := system.NewApp(system.ProjectorRole(cfg, ep, system.ProjectorAddr(*addr)), fx.Supply(&sec), fx.Populate(&hs))
+	return app.Run(ctx, func() {
+		log.Info("projector started", "http", hs.Addr, "nats", ep.URL)
 		fmt.Fprintln(stdout, "cutover projector: read models of "+events.EventStream)
 		fmt.Fprintf(stdout, "  NATS      %s\n", ep.URL)
-		fmt.Fprintf(stdout, "  HTTP      http://%s/v1/migrations   (also /v1/migrations/{id}, /v1/tenants/{id}, /metrics)\n", hs.addr)
+		fmt.Fprintf(stdout, "  HTTP      http://%s/v1/migrations   (also /v1/migrations/{id}, /v1/tenants/{id}, /metrics)\n", hs.Addr)
 		fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	})
-}
-
-// projectorOptions composes the projector role: NATS, the migration
-// streams, the projector, its HTTP server and the metrics fed by the events.
-func projectorOptions(cfg *systemConfig, ep *natsEndpoint, addr projectorAddr) fx.Option {
-	return fx.Options(fx.Supply(cfg, ep, addr),
-		fx.Provide(provideRoleConn, provideMetrics, provideStreams, provideProjectorAfterStreams, serveProjectorHTTP),
-		metricsModule(true),
-		fx.Invoke(func(*projectorHTTP) {}))
-}
-
-// migrationStreams marks the migration streams as provisioned.
-type migrationStreams struct{}
-
-// provideStreams creates the migration streams if no orchestrator has yet
-// (idempotent; replicas as the orchestrator chooses them), so the
-// projector has something to consume.
-func provideStreams(cfg *systemConfig, js jetstream.JetStream) (migrationStreams, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	replicas := 1
-	if cfg.Cluster > 1 {
-		replicas = 3
-	}
-	if err := orchestrator.Provision(ctx, js, orchestrator.StreamConfig{Replicas: replicas}); err != nil {
-		return migrationStreams{}, fmt.Errorf("provision migration streams: %w", err)
-	}
-	return migrationStreams{}, nil
-}
-
-func provideProjectorAfterStreams(lc fx.Lifecycle, cfg *systemConfig, js jetstream.JetStream, _ migrationStreams) *projector.Projector {
-	return provideProjector(lc, cfg, js)
-}
-
-// projectorHTTP is the projector's running HTTP listener.
-type projectorHTTP struct{ addr string }
-
-func serveProjectorHTTP(lc fx.Lifecycle, addr projectorAddr, p *projector.Projector, m *metrics) *projectorHTTP {
-	hs := &projectorHTTP{}
-	srv := &http.Server{Handler: projectorMux(p, m), ReadHeaderTimeout: 10 * time.Second}
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			a := string(addr)
-			if a == "" {
-				a = "127.0.0.1:0"
-			}
-			ln, err := net.Listen("tcp", a)
-			if err != nil {
-				return fmt.Errorf("http listen %s: %w", a, err)
-			}
-			hs.addr = ln.Addr().String()
-			go func() { _ = srv.Serve(ln) }()
-			return nil
-		},
-		OnStop: func(ctx context.Context) error { return srv.Shutdown(ctx) },
-	})
-	return hs
-}
-
-func projectorMux(p *projector.Projector, m *metrics) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		sendJSON(w, http.StatusOK, map[string]any{"ok": true, "last_seq": p.LastSeq()})
-	})
-	mux.HandleFunc("GET /v1/migrations", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		limit := 100
-		if s := q.Get("limit"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 0 {
-				sendError(w, http.StatusBadRequest, "invalid", "limit must be a non-negative integer")
-				return
-			}
-			limit = n
-		}
-		status, resource := q.Get("status"), q.Get("resource")
-		snap := p.Snapshot()
-		out := []migrationJSON{}
-		for _, v := range snap.Migrations {
-			if (status != "" && string(v.Status) != status) || (resource != "" && v.Resource != resource) {
-				continue
-			}
-			out = append(out, toMigrationJSON(v, false))
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i].Updated > out[j].Updated })
-		if limit > 0 && len(out) > limit {
-			out = out[:limit]
-		}
-		durations := map[string]durationJSON{}
-		for name, d := range snap.Durations {
-			durations[name] = durationJSON{Count: d.Count, P50: d.P50.String(), P99: d.P99.String(), Max: d.Max.String()}
-		}
-		sendJSON(w, http.StatusOK, map[string]any{"last_seq": snap.LastSeq, "migrations": out, "durations": durations})
-	})
-	mux.HandleFunc("GET /v1/migrations/{id}", func(w http.ResponseWriter, r *http.Request) {
-		v, ok := p.Migration(r.PathValue("id"))
-		if !ok {
-			sendError(w, http.StatusNotFound, "not_found", "no migration "+r.PathValue("id"))
-			return
-		}
-		sendJSON(w, http.StatusOK, toMigrationJSON(v, true))
-	})
-	mux.HandleFunc("GET /v1/tenants/{id}", func(w http.ResponseWriter, r *http.Request) {
-		t, ok := p.Tenant(r.PathValue("id"))
-		if !ok {
-			sendError(w, http.StatusNotFound, "not_found", "no tenant migration "+r.PathValue("id"))
-			return
-		}
-		sendJSON(w, http.StatusOK, tenantJSON{ID: t.ID, Tenant: t.Tenant, Target: t.Target, Status: string(t.Status), Total: t.Total,
-			Started: t.Started, Active: t.Active, Completed: t.Completed, Failed: t.Failed, Dropped: t.Dropped, Concurrency: t.Concurrency})
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		sendError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
-	})
-	return mux
-}
-
-// migrationJSON is a projector.MigrationView over HTTP.
-type migrationJSON struct {
-	ID       string         `json:"id"`
-	Resource string         `json:"resource,omitempty"`
-	Tenant   string         `json:"tenant,omitempty"`
-	Parent   string         `json:"parent,omitempty"`
-	Source   string         `json:"source,omitempty"`
-	Target   string         `json:"target,omitempty"`
-	Phase    string         `json:"phase"`
-	Status   string         `json:"status"`
-	Attempt  int            `json:"attempt"`
-	Reason   string         `json:"reason,omitempty"`
-	Figures  *figuresJSON   `json:"figures,omitempty"`
-	Children []string       `json:"children,omitempty"`
-	LastSeq  uint64         `json:"last_seq"`
-	Updated  string         `json:"updated"`
-	Timeline []timelineJSON `json:"timeline,omitempty"`
-}
-
-type timelineJSON struct {
-	Seq   uint64 `json:"seq"`
-	Type  string `json:"type"`
-	Phase string `json:"phase"`
-	Time  string `json:"time"`
-}
-
-type tenantJSON struct {
-	ID          string `json:"id"`
-	Tenant      string `json:"tenant"`
-	Target      string `json:"target"`
-	Status      string `json:"status"`
-	Total       int    `json:"total"`
-	Started     int    `json:"started"`
-	Active      int    `json:"active"`
-	Completed   int    `json:"completed"`
-	Failed      int    `json:"failed"`
-	Dropped     int    `json:"dropped"`
-	Concurrency int    `json:"concurrency"`
-}
-
-type durationJSON struct {
-	Count int    `json:"count"`
-	P50   string `json:"p50"`
-	P99   string `json:"p99"`
-	Max   string `json:"max"`
-}
-
-func toMigrationJSON(v projector.MigrationView, timeline bool) migrationJSON {
-	j := migrationJSON{ID: v.ID, Resource: v.Resource, Tenant: v.Tenant, Parent: v.Parent, Source: v.Source, Target: v.Target,
-		Phase: string(v.Phase), Status: string(v.Status), Attempt: v.Attempt, Reason: v.Reason, Figures: toFiguresJSON(v.Figures),
-		Children: v.Children, LastSeq: v.LastSeq, Updated: rfc(v.Updated)}
-	if timeline {
-		for _, t := range v.Timeline {
-			j.Timeline = append(j.Timeline, timelineJSON{Seq: t.Seq, Type: t.Type, Phase: string(t.Phase), Time: rfc(t.Time)})
-		}
-	}
-	return j
-}
-
-func sendJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// sendError writes the API's error shape.
-func sendError(w http.ResponseWriter, status int, code, msg string) {
-	sendJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
 // ------------------------------------------------------------------ gateway
@@ -815,35 +422,24 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	cfg := &systemConfig{Regions: rs, DataDir: *data, HTTPAddr: *addr, ServiceSecret: *secret, AuthSecret: *authSecret, Logger: log}
-	if err := cfg.ensureDefaults(); err != nil {
+	cfg := &system.Config{Regions: rs, DataDir: *data, HTTPAddr: *addr, ServiceSecret: *secret, AuthSecret: *authSecret, Logger: log}
+	if err := cfg.EnsureDefaults(); err != nil {
 		return err
 	}
-	ep, err := joinDeployment(ctx, *rf.nats, sec, cfg, rs[1:])
+	ep, err := system.Join(ctx, *rf.nats, sec, cfg, rs[1:])
 	if err != nil {
 		return err
 	}
-	var hs *httpServer
-	app := newApp(stdout, gatewayOptions(cfg, ep), fx.Supply(&sec), sweepOption(*sweep), fx.Populate(&hs))
-	return runApp(ctx, app, func() {
-		log.Info("gateway started", "regions", rs, "http", hs.addr, "nats", ep.URL)
+	var hs *system.HTTPServer
+	app := system.NewApp(system.GatewayRole(cfg, ep), fx.Supply(&sec), system.Sweeps(*sweep), fx.Populate(&hs))
+	return app.Run(ctx, func() {
+		log.Info("gateway started", "regions", rs, "http", hs.Addr, "nats", ep.URL)
 		fmt.Fprintf(stdout, "cutover gateway: regions %s (write region %s), services + HTTP API\n", strings.Join(rs, ", "), rs[0])
 		fmt.Fprintf(stdout, "  NATS      %s\n", ep.URL)
-		fmt.Fprintf(stdout, "  HTTP API  http://%s   (/metrics too)\n", hs.addr)
+		fmt.Fprintf(stdout, "  HTTP API  http://%s   (/metrics too)\n", hs.Addr)
 		fmt.Fprintf(stdout, "  data      %s\n", dataLine(*data))
 		fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	})
-}
-
-// gatewayOptions composes the gateway role: NATS, routing (with the
-// regions' read replicas), the regions' services and contract servers, the
-// HTTP API and its metrics.
-func gatewayOptions(cfg *systemConfig, ep *natsEndpoint) fx.Option {
-	return fx.Options(fx.Supply(cfg, ep),
-		fx.Provide(provideRoleConn, provideRoutingStore, provideResolvers, provideLocker, provideRegions, provideMetrics),
-		fx.Invoke(serveContracts),
-		apiModule(),
-		metricsModule(false))
 }
 
 // checkListenAddr checks that addr is a host:port listen address.
@@ -856,70 +452,8 @@ func checkListenAddr(flagName, addr string) error {
 
 // ------------------------------------------------------------------ tombstone sweeps
 
-// defaultSweepInterval is how often service and gateway roles sweep
-// expired tombstones from their regions' stores (paper 001 §4.3).
-const defaultSweepInterval = 10 * time.Minute
-
 func addSweepFlag(fs *flag.FlagSet) *time.Duration {
-	return fs.Duration("sweep-interval", defaultSweepInterval, "how often to remove expired tombstones from the stores (0 = never)")
-}
-
-// sweepOption runs sweepRegions every interval while the app runs (not at
-// all for 0).
-func sweepOption(every time.Duration) fx.Option {
-	return fx.Invoke(func(lc fx.Lifecycle, cfg *systemConfig, regions regionMap) {
-		if every <= 0 {
-			return
-		}
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		lc.Append(fx.Hook{
-			OnStart: func(context.Context) error {
-				go func() {
-					defer close(done)
-					t := time.NewTicker(every)
-					defer t.Stop()
-					for {
-						select {
-						case <-stop:
-							return
-						case now := <-t.C:
-							n, err := sweepRegions(regions, now)
-							if err != nil {
-								cfg.Logger.Warn("tombstone sweep", "removed", n, "err", err)
-							} else if n > 0 {
-								cfg.Logger.Info("tombstone sweep", "removed", n)
-							}
-						}
-					}
-				}()
-				return nil
-			},
-			OnStop: func(context.Context) error { close(stop); <-done; return nil },
-		})
-	})
-}
-
-// sweepRegions removes the tombstones expired at now from every store of
-// every region and returns how many went; it goes on past a failing store
-// and reports every error.
-func sweepRegions(regions regionMap, now time.Time) (int, error) {
-	total := 0
-	var errs []error
-	for _, name := range sortedRegions(regions) {
-		for _, p := range regions[name].Participants() {
-			sp, ok := p.(interface{ Store() *store.Store })
-			if !ok || sp.Store() == nil {
-				continue
-			}
-			n, err := sp.Store().SweepTombstones(now)
-			total += n
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s/%s: %w", name, p.Service(), err))
-			}
-		}
-	}
-	return total, errors.Join(errs...)
+	return fs.Duration("sweep-interval", system.DefaultSweepInterval, "how often to remove expired tombstones from the stores (0 = never)")
 }
 
 // ------------------------------------------------------------------ health

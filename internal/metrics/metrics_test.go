@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"io"
@@ -14,7 +14,7 @@ import (
 // The middleware counts responses by status and 423s by what refused them,
 // read from the API's error body, without changing the response.
 func TestMetricsMiddleware(t *testing.T) {
-	m := provideMetrics()
+	m := New()
 	h := m.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/locked":
@@ -52,7 +52,7 @@ func TestMetricsMiddleware(t *testing.T) {
 }
 
 func TestMetricsObserveEvents(t *testing.T) {
-	m := provideMetrics()
+	m := New()
 	for _, e := range []*events.Envelope{
 		{Body: events.Completed{Figures: events.Figures{PreLockMs: 1100, HistoricalMs: 40, WriteLockMs: 30, CutoverMs: 5, TotalMs: 1200}}, State: &events.State{}},
 		// A tenant fan-out's Completed is not a migration's.
@@ -63,17 +63,17 @@ func TestMetricsObserveEvents(t *testing.T) {
 		{Body: events.RolledBack{Reason: "3 transient failures in historical-copy: timeout"}},
 		{Body: events.Failed{Reason: "cancelled"}},
 	} {
-		m.observe(e)
+		m.Observe(e)
 	}
 	fams, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range fams {
-		if f.GetName() == metricPhaseDuration && len(f.GetMetric()) != 5 {
+		if f.GetName() == MetricPhaseDuration && len(f.GetMetric()) != 5 {
 			t.Errorf("phase series: %d", len(f.GetMetric()))
 		}
-		if f.GetName() == metricWriteLock && f.GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
+		if f.GetName() == MetricWriteLock && f.GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
 			t.Errorf("write-lock samples: %v", f.GetMetric()[0].GetHistogram().GetSampleCount())
 		}
 	}
@@ -96,8 +96,8 @@ func TestReasonClasses(t *testing.T) {
 		"write lock expired": "write-lock-expired", "lock expired": "lock-expired", "pre-lock lost": "lock-lost",
 		"lock lost: kvrouting: lock token mismatch": "lock-lost", "3 transient failures in delta-copy: x": "transient-failures", "?": "other",
 	} {
-		if got := rollbackClass(reason); got != want {
-			t.Errorf("rollbackClass(%q) = %q, want %q", reason, got, want)
+		if got := RollbackClass(reason); got != want {
+			t.Errorf("RollbackClass(%q) = %q, want %q", reason, got, want)
 		}
 	}
 	for detail, want := range map[string]string{
@@ -107,8 +107,8 @@ func TestReasonClasses(t *testing.T) {
 		"messages: slice s: 2 extra records at target":   "extra",
 		"messages: slice s: content differs":             "content",
 	} {
-		if got := validationClass(detail); got != want {
-			t.Errorf("validationClass(%q) = %q, want %q", detail, got, want)
+		if got := ValidationClass(detail); got != want {
+			t.Errorf("ValidationClass(%q) = %q, want %q", detail, got, want)
 		}
 	}
 }

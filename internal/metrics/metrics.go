@@ -1,10 +1,14 @@
-package main
+// Package metrics is a cutover process's Prometheus registry: migration phase
+// durations and rollbacks from the events, HTTP responses and 423s from the
+// API, routing-cache counters from the resolvers, and the SDK clients' 423
+// outcomes (names listed in docs/operations.md).
+package metrics
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -19,25 +23,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.uber.org/fx"
 )
 
 // Metric names, listed in docs/operations.md.
 const (
-	metricPhaseDuration   = "cutover_migration_phase_duration_seconds"
-	metricWriteLock       = "cutover_migration_write_lock_seconds"
-	metricMigrations      = "cutover_migrations_total"
-	metricRollbacks       = "cutover_migration_rollbacks_total"
-	metricValidationFails = "cutover_migration_validation_failures_total"
-	metricHTTPResponses   = "cutover_http_responses_total"
-	metricHTTPRejected    = "cutover_http_rejected_423_total"
-	metricCacheHits       = "cutover_routing_cache_hits_total"
-	metricCacheMisses     = "cutover_routing_cache_misses_total"
-	metricReadThroughs    = "cutover_routing_read_throughs_total"
-	metricMirrorSkips     = "cutover_routing_mirror_skips_total"
-	metricClientRejected  = "cutover_client_423_rejected_total"
-	metricClientRecovered = "cutover_client_423_recovered_total"
-	metricClientUnrecov   = "cutover_client_423_unrecovered_total"
+	MetricPhaseDuration   = "cutover_migration_phase_duration_seconds"
+	MetricWriteLock       = "cutover_migration_write_lock_seconds"
+	MetricMigrations      = "cutover_migrations_total"
+	MetricRollbacks       = "cutover_migration_rollbacks_total"
+	MetricValidationFails = "cutover_migration_validation_failures_total"
+	MetricHTTPResponses   = "cutover_http_responses_total"
+	MetricHTTPRejected    = "cutover_http_rejected_423_total"
+	MetricCacheHits       = "cutover_routing_cache_hits_total"
+	MetricCacheMisses     = "cutover_routing_cache_misses_total"
+	MetricReadThroughs    = "cutover_routing_read_throughs_total"
+	MetricMirrorSkips     = "cutover_routing_mirror_skips_total"
+	MetricClientRejected  = "cutover_client_423_rejected_total"
+	MetricClientRecovered = "cutover_client_423_recovered_total"
+	MetricClientUnrecov   = "cutover_client_423_unrecovered_total"
 )
 
 // Closed label sets: reasons and lock names are classified so that free-form
@@ -49,10 +52,10 @@ var (
 	outcomes          = []string{string(events.StatusCompleted), string(events.StatusFailed), string(events.StatusDropped)}
 )
 
-// metrics is the process's Prometheus registry, served on /metrics. Its
-// collectors are fed by followEvents (migration events), Middleware (HTTP
+// Metrics is the process's Prometheus registry, served on /metrics. Its
+// collectors are fed by FollowEvents (migration events), Middleware (HTTP
 // responses) and WatchResolvers (routing caches). Safe for concurrent use.
-type metrics struct {
+type Metrics struct {
 	reg *prometheus.Registry
 
 	phase       *prometheus.HistogramVec
@@ -67,37 +70,39 @@ type metrics struct {
 	clients *clientCollector
 }
 
-func provideMetrics() *metrics {
+// New returns a registry with every collector registered (and every closed
+// label value present at 0).
+func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := &metrics{
+	m := &Metrics{
 		reg: reg,
 		// Buckets span the dev timings (seconds) and the production ones
 		// (paper 001 Table 6: hours for the historical copy).
 		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    metricPhaseDuration,
+			Name:    MetricPhaseDuration,
 			Help:    "Duration of each phase of completed migrations (paper 001 §6.2): pre-lock, historical-copy, write-lock, cutover, total.",
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800},
 		}, []string{"phase"}),
 		writeLock: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    metricWriteLock,
+			Name:    MetricWriteLock,
 			Help:    "Time completed migrations held the write lock: the window in which users' writes get 423 (paper 001 §4.1.3).",
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
 		}),
 		migrations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metricMigrations, Help: "Migrations (not tenant fan-outs) that ended, by outcome.",
+			Name: MetricMigrations, Help: "Migrations (not tenant fan-outs) that ended, by outcome.",
 		}, []string{"outcome"}),
 		rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metricRollbacks, Help: "Migration rollbacks (paper 001 Algorithm 1 line 16), by reason class.",
+			Name: MetricRollbacks, Help: "Migration rollbacks (paper 001 Algorithm 1 line 16), by reason class.",
 		}, []string{"reason"}),
 		validations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metricValidationFails, Help: "Failed pre-cutover validations (paper 001 §5.3), by reason class.",
+			Name: MetricValidationFails, Help: "Failed pre-cutover validations (paper 001 §5.3), by reason class.",
 		}, []string{"reason"}),
 		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metricHTTPResponses, Help: "HTTP responses of the user-facing API, by status code.",
+			Name: MetricHTTPResponses, Help: "HTTP responses of the user-facing API, by status code.",
 		}, []string{"code"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metricHTTPRejected, Help: "Requests the API refused with 423 Locked, by what refused them. Whether the client recovered is only known client-side (" + metricClientRecovered + ").",
+			Name: MetricHTTPRejected, Help: "Requests the API refused with 423 Locked, by what refused them. Whether the client recovered is only known client-side (" + MetricClientRecovered + ").",
 		}, []string{"lock"}),
 		routing: &routingCollector{},
 		clients: &clientCollector{},
@@ -119,14 +124,14 @@ func provideMetrics() *metrics {
 }
 
 // Handler serves the registry.
-func (m *metrics) Handler() http.Handler {
+func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
 // --- migration events ---
 
-// observe folds one migration event into the collectors.
-func (m *metrics) observe(e *events.Envelope) {
+// Observe folds one migration event into the collectors.
+func (m *Metrics) Observe(e *events.Envelope) {
 	if e.State != nil && e.State.Fanout != nil {
 		return // a tenant fan-out's figures are not a migration's
 	}
@@ -144,17 +149,17 @@ func (m *metrics) observe(e *events.Envelope) {
 	case events.Dropped:
 		m.migrations.WithLabelValues(string(events.StatusDropped)).Inc()
 	case events.RolledBack:
-		m.rollbacks.WithLabelValues(rollbackClass(b.Reason)).Inc()
+		m.rollbacks.WithLabelValues(RollbackClass(b.Reason)).Inc()
 	case events.Validated:
 		if !b.OK {
-			m.validations.WithLabelValues(validationClass(b.Detail)).Inc()
+			m.validations.WithLabelValues(ValidationClass(b.Detail)).Inc()
 		}
 	}
 }
 
-// rollbackClass maps a rollback reason (see orchestrator/engine.go) onto
+// RollbackClass maps a rollback reason (see orchestrator/engine.go) onto
 // rollbackReasons.
-func rollbackClass(reason string) string {
+func RollbackClass(reason string) string {
 	switch {
 	case strings.HasPrefix(reason, "validation failed"):
 		return "validation"
@@ -174,9 +179,9 @@ func rollbackClass(reason string) string {
 	return "other"
 }
 
-// validationClass maps a Validated detail (orchestrator/validate.go) onto
+// ValidationClass maps a Validated detail (orchestrator/validate.go) onto
 // validationReasons; the first matching class wins.
-func validationClass(detail string) string {
+func ValidationClass(detail string) string {
 	switch {
 	case strings.Contains(detail, "budget"):
 		return "budget"
@@ -194,11 +199,11 @@ func validationClass(detail string) string {
 	return "other"
 }
 
-// followEvents feeds every event of MIGRATION_EVENTS, from sequence 1, into
+// FollowEvents feeds every event of MIGRATION_EVENTS, from sequence 1, into
 // the collectors until ctx ends, so the histograms describe the stream's
 // history as the projector's read models do. A stream that does not exist
 // yet is waited for. It returns nil when ctx ends.
-func (m *metrics) followEvents(ctx context.Context, js jetstream.JetStream, log *slog.Logger) error {
+func (m *Metrics) FollowEvents(ctx context.Context, js jetstream.JetStream, log *slog.Logger) error {
 	var c jetstream.Consumer
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
 		var err error
@@ -221,7 +226,7 @@ func (m *metrics) followEvents(ctx context.Context, js jetstream.JetStream, log 
 		if err != nil {
 			return
 		}
-		m.observe(e)
+		m.Observe(e)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -239,7 +244,7 @@ func (m *metrics) followEvents(ctx context.Context, js jetstream.JetStream, log 
 // Middleware counts h's responses by status code and its 423s by what
 // refused them (the "lock" field of the API's error body). Mount it around
 // the API handler, not around /metrics.
-func (m *metrics) Middleware(h http.Handler) http.Handler {
+func (m *Metrics) Middleware(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
@@ -308,7 +313,7 @@ func lockLabel(body []byte) string {
 
 // WatchResolvers exposes the cache-tier hits and misses and the
 // read-throughs of rs's resolvers. Calling it again adds more resolvers.
-func (m *metrics) WatchResolvers(rs resolverMap) {
+func (m *Metrics) WatchResolvers(rs map[string]*kvrouting.Resolver) {
 	m.routing.mu.Lock()
 	defer m.routing.mu.Unlock()
 	for region, r := range rs {
@@ -330,10 +335,10 @@ type routingCollector struct {
 }
 
 var (
-	descCacheHits    = prometheus.NewDesc(metricCacheHits, "Routing-document cache hits, per region and cache tier.", []string{"region", "tier"}, nil)
-	descCacheMisses  = prometheus.NewDesc(metricCacheMisses, "Routing-document cache misses, per region and cache tier.", []string{"region", "tier"}, nil)
-	descReadThroughs = prometheus.NewDesc(metricReadThroughs, "Resolutions that read through to the routing stream leader because of an active lock (paper 000 §3.2).", []string{"region"}, nil)
-	descMirrorSkips  = prometheus.NewDesc(metricMirrorSkips, "Misses that skipped the region's read replica because it exceeded the staleness bound.", []string{"region"}, nil)
+	descCacheHits    = prometheus.NewDesc(MetricCacheHits, "Routing-document cache hits, per region and cache tier.", []string{"region", "tier"}, nil)
+	descCacheMisses  = prometheus.NewDesc(MetricCacheMisses, "Routing-document cache misses, per region and cache tier.", []string{"region", "tier"}, nil)
+	descReadThroughs = prometheus.NewDesc(MetricReadThroughs, "Resolutions that read through to the routing stream leader because of an active lock (paper 000 §3.2).", []string{"region"}, nil)
+	descMirrorSkips  = prometheus.NewDesc(MetricMirrorSkips, "Misses that skipped the region's read replica because it exceeded the staleness bound.", []string{"region"}, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -367,7 +372,7 @@ func (c *routingCollector) Collect(ch chan<- prometheus.Metric) {
 // unrecovered; paper 001 §6.2) under the label client=name: only a client
 // knows whether a rejected operation later succeeded. stats is typically
 // (*client.Client).Stats.
-func (m *metrics) WatchClient(name string, stats func() client.Stats) {
+func (m *Metrics) WatchClient(name string, stats func() client.Stats) {
 	m.clients.mu.Lock()
 	defer m.clients.mu.Unlock()
 	m.clients.mu.clients = append(m.clients.mu.clients, namedClient{name: name, stats: stats})
@@ -386,9 +391,9 @@ type clientCollector struct {
 }
 
 var (
-	descClientRejected  = prometheus.NewDesc(metricClientRejected, "423 responses an SDK client received.", []string{"client"}, nil)
-	descClientRecovered = prometheus.NewDesc(metricClientRecovered, "Operations that got a 423 and later succeeded (delayed, not lost).", []string{"client"}, nil)
-	descClientUnrecov   = prometheus.NewDesc(metricClientUnrecov, "Operations still refused at the SDK's retry threshold: user-visible errors.", []string{"client"}, nil)
+	descClientRejected  = prometheus.NewDesc(MetricClientRejected, "423 responses an SDK client received.", []string{"client"}, nil)
+	descClientRecovered = prometheus.NewDesc(MetricClientRecovered, "Operations that got a 423 and later succeeded (delayed, not lost).", []string{"client"}, nil)
+	descClientUnrecov   = prometheus.NewDesc(MetricClientUnrecov, "Operations still refused at the SDK's retry threshold: user-visible errors.", []string{"client"}, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -412,51 +417,3 @@ func (c *clientCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // --- wiring ---
-
-// metricsModule feeds the process's metrics: the routing caches of its
-// resolvers (when it has any) and, with migrationEvents, the migration
-// events stream (the projector's and dev's /metrics).
-func metricsModule(migrationEvents bool) fx.Option {
-	return fx.Invoke(func(in metricsFeed) {
-		if in.Resolvers != nil {
-			in.Metrics.WatchResolvers(in.Resolvers)
-		}
-		if !migrationEvents {
-			return
-		}
-		log := slog.New(slog.DiscardHandler)
-		if in.Config != nil && in.Config.Logger != nil {
-			log = in.Config.Logger
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		in.LC.Append(fx.Hook{
-			OnStart: func(context.Context) error {
-				go func() {
-					defer close(done)
-					if err := in.Metrics.followEvents(ctx, in.JS, log); err != nil && !errors.Is(err, context.Canceled) {
-						log.Warn("metrics: events feed stopped", "err", err)
-					}
-				}()
-				return nil
-			},
-			OnStop: func(stopCtx context.Context) error {
-				cancel()
-				select {
-				case <-done:
-				case <-stopCtx.Done():
-				}
-				return nil
-			},
-		})
-	})
-}
-
-type metricsFeed struct {
-	fx.In
-	LC        fx.Lifecycle
-	Metrics   *metrics
-	JS        jetstream.JetStream
-	Config    *systemConfig `optional:"true"`
-	Resolvers resolverMap   `optional:"true"`
-}

@@ -1,0 +1,353 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/internal/workload"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/orchestrator"
+	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/services/store"
+)
+
+// Config is what one check looks at. Ledger, Convs, Reader and Routing are
+// required; every other input switches on the checks that need it.
+type Config struct {
+	// Ledger holds what the clients saw acknowledged; Convs are the
+	// conversations to check.
+	Ledger *workload.Ledger
+	Convs  []string
+	// Reader reads every conversation through the API (which routes to
+	// the authoritative region).
+	Reader *client.Client
+	// Routing reads a resource's routing document from the stream leader.
+	Routing func(context.Context, kvrouting.Resource) (*kvrouting.Document, error)
+	// Source and Target, when set, are where every resource must end:
+	// primary at Target, the old location Source a locked secondary.
+	Source, Target string
+	// Observer, when set, supplies the committed routing revisions: the
+	// stale-token and write-fence analysis and the swap times the
+	// old-location check starts from.
+	Observer  *Observer
+	ClockSkew time.Duration
+	// WriteLease is the write-lock expiry the fence is held to.
+	WriteLease time.Duration
+	// Paused are tokens of holders a nemesis paused.
+	Paused map[kvrouting.Token]bool
+	// Stamps, when set with Observer, reads the records of a resource at a
+	// region (RegionStamps) for the old-location check.
+	Stamps Stamps
+	// Migrations, when set with Orch, must each be completed or rolled
+	// back without a lock of theirs left.
+	Migrations []string
+	Orch       *orchestrator.Client
+	// Patience bounds the retries of a read that fails right after a
+	// fault (0 = 20 s): a stream whose leader was just killed answers 503
+	// until its election ends.
+	Patience time.Duration
+}
+
+// Report is a check's outcome: the invariants and what the migration
+// check counted.
+type Report struct {
+	Invariants Invariants
+	Migrations Migrations
+	// Revisions is the number of routing revisions observed.
+	Revisions int
+}
+
+// Migrations are the outcomes of Config.Migrations.
+type Migrations struct {
+	Completed, RolledBack, Unfinished int
+	// Reasons counts why migrations ended without completing; StepErrors
+	// samples the step failures behind them.
+	Reasons    map[string]int
+	StepErrors []string
+}
+
+// Stamp is one record's id and change times (Unix nanoseconds).
+type Stamp struct {
+	ID                   string
+	UpdatedAt, DeletedAt int64
+}
+
+// Stamps reads the records of resource held at region.
+type Stamps func(ctx context.Context, region, resource string) ([]Stamp, error)
+
+// RegionStamps reads records from the stores of regions' conversation
+// services.
+func RegionStamps(regions map[string]*chat.Region) Stamps {
+	return func(ctx context.Context, region, resource string) ([]Stamp, error) {
+		reg := regions[region]
+		if reg == nil {
+			return nil, nil
+		}
+		var out []Stamp
+		for _, p := range reg.ParticipantsFor(chat.KindConversation) {
+			sp, ok := p.(interface{ Store() *store.Store })
+			if !ok || sp.Store() == nil {
+				continue
+			}
+			for after, more := uint64(0), true; more; {
+				var recs []store.Record
+				var err error
+				recs, after, more, err = sp.Store().Changes(resource, after, 0, 10_000)
+				if err != nil {
+					return nil, err
+				}
+				for _, r := range recs {
+					out = append(out, Stamp{ID: r.ID, UpdatedAt: r.UpdatedAt, DeletedAt: r.DeletedAt})
+				}
+			}
+		}
+		return out, nil
+	}
+}
+
+// Run checks every conversation of c and, with c.Migrations, every
+// migration. Errors: a read that still fails after c.Patience (the check
+// is then incomplete, never passed).
+func Run(ctx context.Context, c Config) (*Report, error) {
+	if c.Ledger == nil || c.Reader == nil || c.Routing == nil {
+		return nil, errors.New("check: Ledger, Reader and Routing are required")
+	}
+	if c.Patience <= 0 {
+		c.Patience = 20 * time.Second
+	}
+	r := &Report{}
+	r.Invariants.WriteLockExpiryMs = float64(c.WriteLease.Milliseconds())
+	if err := c.migrations(ctx, r); err != nil {
+		return nil, err
+	}
+	for _, conv := range c.Convs {
+		if err := c.conversation(ctx, r, conv); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// conversation checks one conversation's routing, lock history, messages
+// and old location.
+func (c Config) conversation(ctx context.Context, r *Report, conv string) error {
+	inv := &r.Invariants
+	res := kvrouting.Resource{Kind: chat.KindConversation, ID: conv}
+	doc, err := settled(ctx, c.Patience, func() (*kvrouting.Document, error) { return c.Routing(ctx, res) })
+	if err != nil {
+		return fmt.Errorf("check: routing of %s: %w", conv, err)
+	}
+
+	// Routing: no lock left, no migration half done, at the target.
+	if !doc.Primary.Lock.IsZero() {
+		inv.OrphanedLocks++
+		inv.sample("orphaned %s lock on %s", doc.Primary.Lock.Type, conv)
+	}
+	partial := doc.Target != "" || doc.MigrationID != "" || (doc.Secondary != nil && doc.Secondary.Region == doc.Primary.Region)
+	if c.Target != "" && doc.Primary.Region == c.Target && c.Source != "" &&
+		(doc.Secondary == nil || doc.Secondary.Region != c.Source || doc.Secondary.Lock.Type != kvrouting.LockSecondary) {
+		partial = true
+	}
+	if partial {
+		inv.PartialCutovers++
+		inv.sample("partial cutover of %s: primary %s target %q migration %q secondary %+v", conv, doc.Primary.Region, doc.Target, doc.MigrationID, doc.Secondary)
+	}
+	if c.Target != "" && doc.Primary.Region != c.Target {
+		inv.NotAtTarget++
+		inv.sample("%s not at the target: %s", conv, doc.Primary.Region)
+	}
+
+	// The lock history, as the store committed it.
+	var lastSwap time.Time
+	if c.Observer != nil {
+		// The observer must have caught up with the final revision.
+		for deadline := time.Now().Add(10 * time.Second); c.Observer.LastRev(res.String()) < doc.Revision && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		hs := c.Observer.History(res.String())
+		r.Revisions += len(hs)
+		stale, pausedOps, fence, swap, ss := LockAnalysis(hs, c.ClockSkew, c.Paused)
+		inv.StaleTokenOps += stale
+		inv.PausedHolderOps += pausedOps
+		inv.MaxWriteFenceMs = max(inv.MaxWriteFenceMs, float64(fence.Microseconds())/1000)
+		lastSwap = swap
+		for _, s := range ss {
+			inv.sample("%s", s)
+		}
+	}
+
+	// Acknowledged writes present with their last content, acknowledged
+	// deletes absent, read through the API at the authoritative region.
+	seen, err := c.read(ctx, conv, doc.Primary.Region, inv)
+	if err != nil {
+		return err
+	}
+	want := c.Ledger.Messages(conv)
+	for id, st := range want {
+		text, ok := seen[id]
+		switch {
+		case !ok && (st.Deleted || st.MaybeDeleted):
+		case ok && !st.Deleted && text == st.Text:
+		case ok && slices.Contains(st.Maybe, text):
+			inv.Uncertain++
+		case st.Deleted && ok:
+			inv.Resurrected++
+			inv.sample("resurrected %s/%s: %q", conv, id, text)
+		default:
+			inv.LostWrites++
+			inv.sample("lost %s/%s: want %q, present=%v text %q", conv, id, st.Text, ok, text)
+		}
+	}
+	for id, text := range seen {
+		if _, ok := want[id]; !ok {
+			inv.Unacknowledged++
+			inv.sample("unacknowledged %s/%s: %q", conv, id, text)
+		}
+	}
+
+	// No user write accepted at the old location after the last swap.
+	if c.Stamps == nil || doc.Secondary == nil || lastSwap.IsZero() {
+		return nil
+	}
+	stamps, err := c.Stamps(ctx, doc.Secondary.Region, res.String())
+	if err != nil {
+		return fmt.Errorf("check: records of %s at %s: %w", conv, doc.Secondary.Region, err)
+	}
+	for _, s := range stamps {
+		if s.UpdatedAt > lastSwap.UnixNano() || s.DeletedAt > lastSwap.UnixNano() {
+			inv.DualAuthorityWrites++
+			inv.sample("write at the old location %s of %s after the swap: %s", doc.Secondary.Region, conv, s.ID)
+		}
+	}
+	return nil
+}
+
+// read returns conv's messages (id → text) as the API serves them. A
+// conversation gone at its authoritative region reads as empty: every
+// acknowledged message in it then counts as lost.
+func (c Config) read(ctx context.Context, conv, primary string, inv *Invariants) (map[string]string, error) {
+	return settled(ctx, c.Patience, func() (map[string]string, error) {
+		seen := map[string]string{}
+		for m, err := range c.Reader.AllMessages(ctx, conv, client.ListOptions{Limit: 200}) {
+			var ae *client.APIError
+			if errors.As(err, &ae) && ae.Code == client.CodeNotFound {
+				inv.sample("conversation %s missing at its primary %s", conv, primary)
+				return map[string]string{}, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("check: read %s: %w", conv, err)
+			}
+			seen[m.ID] = m.Text
+		}
+		return seen, nil
+	})
+}
+
+// migrations checks that every migration of c.Migrations completed or
+// rolled back cleanly (terminal, and no lock of it left in the routing
+// document).
+func (c Config) migrations(ctx context.Context, r *Report) error {
+	if c.Orch == nil {
+		return nil
+	}
+	m := &r.Migrations
+	inv := &r.Invariants
+	for _, id := range c.Migrations {
+		st, err := settled(ctx, c.Patience, func() (*events.State, error) {
+			st, _, err := c.Orch.State(ctx, id)
+			return st, err
+		})
+		if err != nil {
+			return fmt.Errorf("check: state of %s: %w", id, err)
+		}
+		switch {
+		case st.Status == events.StatusCompleted:
+			m.Completed++
+		case st.Status.Terminal():
+			res, err := kvrouting.ParseResource(st.Resource)
+			if err != nil {
+				return err
+			}
+			doc, err := settled(ctx, c.Patience, func() (*kvrouting.Document, error) { return c.Routing(ctx, res) })
+			if err != nil {
+				return err
+			}
+			if doc.MigrationID == id || (st.Token != "" && doc.Primary.Lock.Token == kvrouting.Token(st.Token)) {
+				inv.NotClean++
+				inv.sample("migration %s (%s) ended %s but left its lock", id, st.Resource, st.Status)
+			} else {
+				m.RolledBack++
+			}
+			if m.Reasons == nil {
+				m.Reasons = map[string]int{}
+			}
+			m.Reasons[ReasonClass(st.Status, st.Reason)]++
+			if len(m.StepErrors) < 8 {
+				c.stepErrors(ctx, id, m)
+			}
+		default:
+			m.Unfinished++
+			inv.NotClean++
+			inv.sample("migration %s (%s) unfinished: %s/%s", id, st.Resource, st.Phase, st.Status)
+		}
+	}
+	return nil
+}
+
+// stepErrors samples the step failures of migration id.
+func (c Config) stepErrors(ctx context.Context, id string, m *Migrations) {
+	hs, err := c.Orch.History(ctx, id)
+	if err != nil {
+		return
+	}
+	for _, e := range hs {
+		var b events.StepFailed
+		switch x := e.Body.(type) {
+		case events.StepFailed:
+			b = x
+		case *events.StepFailed:
+			b = *x
+		default:
+			continue
+		}
+		if len(m.StepErrors) < 8 {
+			m.StepErrors = append(m.StepErrors, fmt.Sprintf("%s %s@%s: %s", id, b.Phase, e.Time.Format("15:04:05.000"), b.Error))
+		}
+	}
+}
+
+// ReasonClass shortens an end reason to a class for a report: the status
+// and the reason up to its first colon (ids and tokens follow it).
+func ReasonClass(status events.Status, reason string) string {
+	if i := strings.IndexAny(reason, ":("); i > 0 {
+		reason = reason[:i]
+	}
+	if len(reason) > 60 {
+		reason = reason[:60]
+	}
+	return fmt.Sprintf("%s: %s", status, strings.TrimSpace(reason))
+}
+
+// settled retries read for up to patience: the checks run right after the
+// last fault, and a stream whose leader was just killed answers 503 until
+// its election ends. Reads are idempotent; an error that outlasts the
+// patience is returned.
+func settled[T any](ctx context.Context, patience time.Duration, read func() (T, error)) (T, error) {
+	deadline := time.Now().Add(patience)
+	for {
+		v, err := read()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,101 @@
+// Package check is the one invariant checker of every end-to-end run — the
+// demo, chaos and the multi-process cluster test. It is fed only by what
+// the clients saw acknowledged (workload.Ledger), what the stores and the
+// API hold, and the routing revisions the store committed (Observer) —
+// never by the engine's own opinion — and returns one Invariants value
+// with one JSON vocabulary (README "Invariants").
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Invariants are the checked properties; every count must be 0 and the
+// longest write fence must stay within the write-lock expiry.
+type Invariants struct {
+	// LostWrites: acknowledged posts or edits absent, or present with
+	// other content than the last acknowledged one.
+	LostWrites int `json:"lost_writes"`
+	// Resurrected: acknowledged deletes present again.
+	Resurrected int `json:"resurrected"`
+	// DualAuthorityWrites: records stamped at a resource's old location
+	// after its last swap (imports keep their source timestamps, so only a
+	// user write accepted there could carry a later one).
+	DualAuthorityWrites int `json:"dual_authority_writes"`
+	// PartialCutovers: routing documents left mid-migration (a target or
+	// migration id set, primary = secondary, or — when the run expects one
+	// — a primary at the target whose old location is not a locked
+	// secondary).
+	PartialCutovers int `json:"partial_cutovers"`
+	// OrphanedLocks: a lock left on a primary after every migration ended.
+	OrphanedLocks int `json:"orphaned_locks"`
+	// NotAtTarget: resources not at the run's target (runs that move
+	// everything to one region).
+	NotAtTarget int `json:"not_at_target"`
+	// NotClean: migrations neither completed nor rolled back without a
+	// lock of theirs left (runs that track migrations).
+	NotClean int `json:"migrations_not_completed_or_cleanly_rolled_back"`
+	// StaleTokenOps: routing revisions written with a stale token (a holder
+	// acting after its lock's expiry plus skew, or a token replacing a
+	// lock still in force); PausedHolderOps: those by paused holders.
+	StaleTokenOps   int `json:"stale_token_ops"`
+	PausedHolderOps int `json:"paused_holder_ops_after_expiry"`
+	// MaxWriteFenceMs is the longest write lock in force (its first
+	// revision to its removal, bounded by its expiry), from the observed
+	// routing revisions; WriteLockExpiryMs is the write lease.
+	MaxWriteFenceMs   float64 `json:"max_write_fence_ms"`
+	WriteLockExpiryMs float64 `json:"write_lock_expiry_ms"`
+	// Unacknowledged: messages present that no client ever attempted;
+	// Uncertain: writes whose reply never came, found applied (allowed).
+	// Neither fails a run; the cluster test requires Unacknowledged = 0.
+	Unacknowledged int `json:"unacknowledged_present"`
+	Uncertain      int `json:"unacknowledged_applied"`
+	// Samples describe the first violations found.
+	Samples []string `json:"samples,omitempty"`
+}
+
+// legacyKeys are the names chaos used before the vocabulary was unified;
+// they are still written, with the same values (README "Invariants").
+type legacyKeys struct {
+	ResurrectedDeletes int `json:"resurrected_deletes"`
+	NonAuthoritative   int `json:"writes_at_non_authoritative_location"`
+}
+
+// MarshalJSON writes the invariants with the legacy keys beside them.
+func (inv Invariants) MarshalJSON() ([]byte, error) {
+	type plain Invariants
+	return json.Marshal(struct {
+		plain
+		legacyKeys
+	}{plain(inv), legacyKeys{inv.Resurrected, inv.DualAuthorityWrites}})
+}
+
+// Failures lists every violated invariant, one phrase each.
+func (inv Invariants) Failures() []string {
+	var bad []string
+	add := func(n int, what string) {
+		if n != 0 {
+			bad = append(bad, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(inv.LostWrites, "lost acknowledged writes")
+	add(inv.Resurrected, "resurrected deletes")
+	add(inv.DualAuthorityWrites, "writes at a non-authoritative location")
+	add(inv.PartialCutovers, "partial cutovers")
+	add(inv.OrphanedLocks, "orphaned locks")
+	add(inv.NotAtTarget, "resources not at the target")
+	add(inv.NotClean, "migrations neither completed nor cleanly rolled back")
+	add(inv.StaleTokenOps, "operations accepted with a stale token")
+	add(inv.PausedHolderOps, "operations by a paused holder after its expiry")
+	if inv.MaxWriteFenceMs > inv.WriteLockExpiryMs {
+		bad = append(bad, fmt.Sprintf("write fence %.0f ms beyond the write-lock expiry %.0f ms", inv.MaxWriteFenceMs, inv.WriteLockExpiryMs))
+	}
+	return bad
+}
+
+func (inv *Invariants) sample(format string, a ...any) {
+	if len(inv.Samples) < 12 {
+		inv.Samples = append(inv.Samples, fmt.Sprintf(format, a...))
+	}
+}

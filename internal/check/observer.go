@@ -1,0 +1,193 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cutover/cutover/kvrouting"
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Revision is one committed routing revision as the KV stream recorded
+// it: Created is the leader's commit timestamp.
+type Revision struct {
+	Rev     uint64
+	Created time.Time
+	Doc     *kvrouting.Document
+}
+
+// Observer watches every revision of the ROUTING bucket. It is the
+// checker's own view of the lock history, independent of the engine's
+// events: it sees what the store accepted, not what a worker believed.
+type Observer struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     struct {
+		sync.Mutex
+		revs map[string][]Revision // resource → revisions in commit order
+		n    int
+	}
+}
+
+// Watch starts observing every revision of the ROUTING bucket (from its
+// history on). Errors: the bucket or the watch could not be opened.
+func Watch(ctx context.Context, js jetstream.JetStream) (*Observer, error) {
+	kv, err := js.KeyValue(ctx, cnats.RoutingBucket)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	w, err := kv.WatchAll(wctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	o := &Observer{cancel: cancel, done: make(chan struct{})}
+	o.mu.revs = map[string][]Revision{}
+	go func() {
+		defer close(o.done)
+		defer w.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil || e.Operation() != jetstream.KeyValuePut {
+					continue
+				}
+				doc, err := kvrouting.DecodeDocument(e.Value(), e.Revision())
+				if err != nil {
+					continue
+				}
+				o.mu.Lock()
+				hs := o.mu.revs[doc.Resource]
+				if len(hs) == 0 || hs[len(hs)-1].Rev < e.Revision() {
+					o.mu.revs[doc.Resource] = append(hs, Revision{Rev: e.Revision(), Created: e.Created(), Doc: doc})
+					o.mu.n++
+				}
+				o.mu.Unlock()
+			}
+		}
+	}()
+	return o, nil
+}
+
+// Stop ends the watch.
+func (o *Observer) Stop() {
+	o.cancel()
+	<-o.done
+}
+
+// History is res's revisions in commit order.
+func (o *Observer) History(res string) []Revision {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.mu.revs[res])
+}
+
+// LastRev is the last revision of res seen (0: none).
+func (o *Observer) LastRev(res string) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	hs := o.mu.revs[res]
+	if len(hs) == 0 {
+		return 0
+	}
+	return hs[len(hs)-1].Rev
+}
+
+// LockAnalysis walks one resource's revisions and reports operations the
+// store accepted with a stale token (a holder acting after its lock's
+// expiry, or a new holder replacing a lock still in force), how many of
+// those came from paused holders, the longest write fence (write lock
+// start to its removal, bounded by its expiry: after that no enforcer
+// honours it), and the time of the last swap.
+func LockAnalysis(hs []Revision, skew time.Duration, paused map[kvrouting.Token]bool) (stale, pausedOps int, maxFence time.Duration, lastSwap time.Time, samples []string) {
+	var fenceStart, fenceExp time.Time
+	var fenceTok kvrouting.Token
+	for i := range hs {
+		cur, at := hs[i].Doc, hs[i].Created
+		cl := cur.Primary.Lock
+		prev := cur
+		if i > 0 {
+			prev = hs[i-1].Doc
+		}
+		pl := prev.Primary.Lock
+		swapped := cur.Primary.Region != prev.Primary.Region
+		if swapped {
+			lastSwap = at
+		}
+		if i > 0 && !pl.IsZero() {
+			x := pl.Token
+			byX := (cl.Token == x && cl != pl) || (swapped && cur.Secondary != nil && cur.Secondary.Lock.Token == x)
+			if byX && at.After(pl.Expiry.Add(skew)) {
+				stale++
+				if paused[x] {
+					pausedOps++
+				}
+				samples = append(samples, fmt.Sprintf("%s rev %d: %s→%s by the holder at %s, its lock expired %s", cur.Resource, hs[i].Rev, pl.Type, cl.Type, at.Format("15:04:05.000"), pl.Expiry.Format("15:04:05.000")))
+			}
+			if !cl.IsZero() && cl.Token != x && pl.InForce(at, 0) && pl.Type != kvrouting.LockSecondary {
+				stale++
+				samples = append(samples, fmt.Sprintf("%s rev %d: token replaced a %s lock still in force", cur.Resource, hs[i].Rev, pl.Type))
+			}
+		}
+		// Write fence: from the first revision with a token's write lock to
+		// the first without it (or its expiry, whichever is first).
+		if cl.Type == kvrouting.LockWrite && (fenceTok != cl.Token || fenceStart.IsZero()) {
+			fenceStart, fenceExp, fenceTok = at, cl.Expiry, cl.Token
+		} else if cl.Type == kvrouting.LockWrite && cl.Token == fenceTok {
+			fenceExp = cl.Expiry // a renewal would show here
+		}
+		if !fenceStart.IsZero() && (cl.Type != kvrouting.LockWrite || cl.Token != fenceTok) {
+			end := at
+			if fenceExp.Before(end) {
+				end = fenceExp
+			}
+			maxFence = max(maxFence, end.Sub(fenceStart))
+			fenceStart, fenceTok = time.Time{}, ""
+			if cl.Type == kvrouting.LockWrite {
+				fenceStart, fenceExp, fenceTok = at, cl.Expiry, cl.Token
+			}
+		}
+	}
+	if !fenceStart.IsZero() {
+		maxFence = max(maxFence, fenceExp.Sub(fenceStart))
+	}
+	return stale, pausedOps, maxFence, lastSwap, samples
+}
+
+// Revisions is the number of revisions observed.
+func (o *Observer) Revisions() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.mu.n
+}
+
+// Tokens are every lock token the observed documents carried (the cluster
+// test checks that none is logged whole).
+func (o *Observer) Tokens() map[kvrouting.Token]bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[kvrouting.Token]bool{}
+	for _, hs := range o.mu.revs {
+		for _, r := range hs {
+			for _, l := range []kvrouting.Lock{r.Doc.Primary.Lock} {
+				if l.Token != "" {
+					out[l.Token] = true
+				}
+			}
+			if r.Doc.Secondary != nil && r.Doc.Secondary.Lock.Token != "" {
+				out[r.Doc.Secondary.Lock.Token] = true
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,133 @@
+package system
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/cutover/cutover/kvrouting"
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/orchestrator"
+)
+
+// ErrConfig marks a configuration the caller got wrong (a command maps it
+// to a usage error, exit code 2).
+var ErrConfig = errors.New("system: invalid configuration")
+
+// Config describes one process's share of a deployment. `cutover dev`,
+// demo, chaos and the bench suites fill every part; the roles fill some.
+// Zero values mean the dev defaults of paper 001 Table 5 (EnsureDefaults).
+type Config struct {
+	// DataDir holds the NATS store and the regions' Pebble stores; "" keeps
+	// everything in memory (Pebble) or in a temporary store (NATS).
+	DataDir string
+	// NATSURL connects to an existing deployment; "" starts an embedded
+	// server (or cluster, see Cluster).
+	NATSURL  string
+	NATSPort int
+	// Cluster is the number of JetStream nodes: 1, or 3 for R3 streams.
+	Cluster int
+	// NATSSyncLazy runs an embedded single node with JetStream's default
+	// background fsync instead of sync always (bench.LazyJetStream).
+	NATSSyncLazy bool
+	// Regions served; the first is the write region of the routing bucket
+	// and where new conversations are created.
+	Regions []string
+	// HTTPAddr is the user-facing API's listen address ("" = any free
+	// loopback port).
+	HTTPAddr string
+	// Timings (paper 001 Table 5, dev values).
+	Tiers            []time.Duration
+	ReplicationBound time.Duration
+	ClockSkew        time.Duration
+	Locks            kvrouting.LockConfig
+	// RoutingHistory is the ROUTING bucket's history (0 = the bucket's
+	// default); chaos keeps the KV maximum for its observer.
+	RoutingHistory uint8
+	ServiceSecret  string
+	// AuthSecret, when set, makes the API accept only signed user tokens
+	// (api.SignedAuth); empty means development tokens (api.DevAuth).
+	AuthSecret string
+	// Orchestrator settings (dev values when zero: see EnsureDefaults).
+	Orchestrator orchestrator.Config
+	// Workers is the number of orchestrator workers Start runs (0 = 2; -1
+	// = none, for callers that start their own, like chaos).
+	Workers int
+	// NoProjector leaves the projector out of Start; NoEventMetrics leaves
+	// the metrics' migration events feed out (the bench suites measure
+	// without it).
+	NoProjector    bool
+	NoEventMetrics bool
+	InMemory       bool
+	Logger         *slog.Logger
+}
+
+// EnsureDefaults fills zero fields with the dev defaults and checks the
+// regions. Errors: ErrConfig.
+func (c *Config) EnsureDefaults() error {
+	if len(c.Regions) == 0 {
+		c.Regions = []string{"us-east", "eu-west"}
+	}
+	for _, r := range c.Regions {
+		if err := cnats.ValidateRegion(r); err != nil || strings.ToLower(r) != r {
+			return fmt.Errorf("%w: region %q", ErrConfig, r)
+		}
+	}
+	if len(c.Tiers) == 0 {
+		c.Tiers = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond}
+	}
+	if c.ReplicationBound == 0 {
+		c.ReplicationBound = 500 * time.Millisecond
+	}
+	if c.ClockSkew == 0 {
+		c.ClockSkew = 100 * time.Millisecond
+	}
+	if c.Cluster == 0 {
+		c.Cluster = 1
+	}
+	if c.ServiceSecret == "" {
+		c.ServiceSecret = "dev-secret"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Workers == 0 {
+		c.Workers = 2
+	}
+	o := &c.Orchestrator
+	if o.ConvergenceBuffer == 0 {
+		o.ConvergenceBuffer = 100 * time.Millisecond
+	}
+	if o.ReplicationBound == 0 {
+		o.ReplicationBound = c.ReplicationBound
+	}
+	if o.CleanupWindow == 0 {
+		o.CleanupWindow = time.Minute
+	}
+	if o.RetryBackoff == 0 {
+		o.RetryBackoff = 200 * time.Millisecond
+	}
+	if o.RescheduleBackoff == 0 {
+		o.RescheduleBackoff = time.Second
+	}
+	if o.AckWait == 0 {
+		o.AckWait = 5 * time.Second
+	}
+	if o.TenantPoll == 0 {
+		o.TenantPoll = 100 * time.Millisecond
+	}
+	if o.Parallel == 0 {
+		o.Parallel = 64
+	}
+	if c.Locks.PreLockLease == 0 {
+		c.Locks = kvrouting.LockConfig{PreLockLease: 2 * time.Minute, HardDeleteLease: 30 * time.Second,
+			WriteLease: 10 * time.Second, MaxLease: 30 * time.Minute, SecondaryLease: time.Hour}
+	}
+	return nil
+}
+
+// replicas is the replica count of the streams this deployment creates.
+func (c *Config) replicas() int { return cnats.DefaultReplicas(c.Cluster) }

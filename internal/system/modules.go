@@ -1,0 +1,345 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/cutover/cutover/internal/metrics"
+	"github.com/cutover/cutover/kvrouting"
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/orchestrator"
+	"github.com/cutover/cutover/projector"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/api"
+	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contractnats"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/fx"
+)
+
+// Endpoint is the NATS deployment the process talks to.
+type Endpoint struct{ URL string }
+
+type (
+	// Regions are the regions a process serves, by name.
+	Regions map[string]*chat.Region
+	// Resolvers are the regions' routing resolvers, by region.
+	Resolvers map[string]*kvrouting.Resolver
+)
+
+// HTTPServer is a running HTTP listener (its address once started).
+type HTTPServer struct{ Addr string }
+
+// URL is the server's base URL.
+func (h *HTTPServer) URL() string { return "http://" + h.Addr }
+
+// Core wires the shared pieces of an all-in-one process: NATS (embedded
+// unless cfg.NATSURL is set), the routing store, resolvers and locker, the
+// regions' chat services, their contract servers and the metrics registry.
+func Core(cfg *Config) fx.Option {
+	return fx.Options(
+		fx.Supply(cfg),
+		fx.Provide(provideNATS, provideConn, provideRoutingStore, provideResolvers, provideLocker, provideRegions, metrics.New),
+		fx.Invoke(serveContracts),
+	)
+}
+
+// Orchestration adds the orchestrator workers (the phase engine), the
+// directory they reach the services through, the projector and a client.
+func Orchestration() fx.Option {
+	return fx.Options(fx.Provide(provideDirectory, provideWorkers, provideProjector, provideOrchClient),
+		fx.Invoke(func([]*orchestrator.Worker, *projector.Projector) {}))
+}
+
+// API adds the user-facing HTTP API (with /metrics beside it).
+func API() fx.Option {
+	return fx.Options(fx.Provide(provideAPI, serveHTTP), fx.Invoke(func(*HTTPServer) {}))
+}
+
+// Metrics feeds the process's metrics: the routing caches of its resolvers
+// (when it has any) and, with migrationEvents, the migration events stream.
+func Metrics(migrationEvents bool) fx.Option {
+	return fx.Invoke(func(in metricsFeed) {
+		if in.Resolvers != nil {
+			in.Metrics.WatchResolvers(in.Resolvers)
+		}
+		if !migrationEvents {
+			return
+		}
+		log := in.Config.Logger
+		in.Actors.Add("metrics events feed", func(ctx context.Context) error {
+			return in.Metrics.FollowEvents(ctx, in.JS, log)
+		}, nil)
+	})
+}
+
+type metricsFeed struct {
+	fx.In
+	Actors    *Actors
+	Metrics   *metrics.Metrics
+	JS        jetstream.JetStream
+	Config    *Config
+	Resolvers Resolvers `optional:"true"`
+}
+
+func provideDirectory(cfg *Config, nc *nats.Conn, js jetstream.JetStream, hs *HTTPServer) *natsDirectory {
+	return newNATSDirectory(nc, js, func() string {
+		if hs == nil || hs.Addr == "" {
+			return ""
+		}
+		return hs.URL()
+	}, cfg.ServiceSecret)
+}
+
+func provideOrchClient(nc *nats.Conn, js jetstream.JetStream) *orchestrator.Client {
+	return orchestrator.NewClient(nc, js)
+}
+
+// provideWorkers builds cfg.Workers workers (none for -1) and runs each as
+// an actor: a worker whose consumers fail stops the process.
+func provideWorkers(cfg *Config, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir *natsDirectory, actors *Actors) ([]*orchestrator.Worker, error) {
+	if err := Provision(context.Background(), js, ProvisionConfig{Nodes: cfg.Cluster, Migration: true, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	var ws []*orchestrator.Worker
+	for i := 0; i < cfg.Workers; i++ {
+		w, err := NewWorker(cfg, nc, js, lk, dir)
+		if err != nil {
+			return nil, err
+		}
+		actors.Add(fmt.Sprintf("orchestrator worker %d", i), w.Run, func() { _ = w.Close() })
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
+// NewWorker builds one orchestrator worker of cfg's settings; the caller
+// runs it (chaos starts and kills its own).
+func NewWorker(cfg *Config, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir orchestrator.Directory) (*orchestrator.Worker, error) {
+	oc := cfg.Orchestrator
+	oc.Locker, oc.Directory, oc.Logger = lk, dir, cfg.Logger
+	return orchestrator.NewWorker(nc, js, oc)
+}
+
+func provideProjector(cfg *Config, js jetstream.JetStream, actors *Actors) *projector.Projector {
+	p := projector.New(js, cfg.Logger)
+	actors.Add("projector", p.Run, func() { _ = p.Close() })
+	return p
+}
+
+func provideNATS(lc fx.Lifecycle, cfg *Config) (*Endpoint, error) {
+	if cfg.NATSURL != "" {
+		return &Endpoint{URL: cfg.NATSURL}, nil
+	}
+	dir := ""
+	if cfg.DataDir != "" && !cfg.InMemory {
+		dir = filepath.Join(cfg.DataDir, "nats")
+	}
+	if cfg.Cluster > 1 {
+		cl, err := cnats.StartCluster(cnats.ClusterOptions{Nodes: cfg.Cluster, BaseDir: dir})
+		if err != nil {
+			return nil, err
+		}
+		lc.Append(fx.StopHook(cl.Shutdown))
+		return &Endpoint{URL: cl.ClientURLs()}, nil
+	}
+	opts := cnats.Options{StoreDir: dir, Port: cfg.NATSPort}
+	if cfg.NATSSyncLazy {
+		lazy := false
+		opts.SyncAlways = &lazy
+	}
+	srv, err := cnats.StartServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(srv.Shutdown))
+	return &Endpoint{URL: srv.ClientURL()}, nil
+}
+
+// connIn is provideConn's input: the connection's security is optional
+// (the in-process system and TestValidateRoleApps have none).
+type connIn struct {
+	fx.In
+	LC  fx.Lifecycle
+	EP  *Endpoint
+	Sec *cnats.ClientSecurity `optional:"true"`
+}
+
+func provideConn(in connIn) (*nats.Conn, jetstream.JetStream, error) {
+	var opts []nats.Option
+	if in.Sec != nil {
+		var err error
+		if opts, err = in.Sec.Options(); err != nil {
+			return nil, nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, js, err := cnats.Connect(ctx, in.EP.URL, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	in.LC.Append(fx.StopHook(nc.Close))
+	return nc, js, nil
+}
+
+// provideRoutingStore provisions the routing bucket, the regions' mirrors
+// and the PAGES stream, and opens the routing store.
+func provideRoutingStore(cfg *Config, nc *nats.Conn, js jetstream.JetStream) (*kvrouting.Store, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := Provision(ctx, js, ProvisionConfig{Nodes: cfg.Cluster, Routing: true, RoutingHistory: cfg.RoutingHistory,
+		Pages: true, Mirrors: cfg.Regions[1:], Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	return kvrouting.NewStore(ctx, nc, js, "")
+}
+
+// provideResolvers gives each region its own cache tiers; non-write
+// regions read their mirror on a miss (within the staleness bound).
+func provideResolvers(cfg *Config, st *kvrouting.Store, js jetstream.JetStream) (Resolvers, error) {
+	return NewResolvers(cfg, st, js, cfg.Tiers, "t")
+}
+
+// NewResolvers builds one resolver per region of cfg with one cache tier
+// per ttl (tier names "<region>-<tag><i>").
+func NewResolvers(cfg *Config, st *kvrouting.Store, js jetstream.JetStream, ttls []time.Duration, tag string) (Resolvers, error) {
+	out := Resolvers{}
+	for i, r := range cfg.Regions {
+		var tiers []*kvrouting.Tier
+		for j, ttl := range ttls {
+			tiers = append(tiers, kvrouting.NewTier(fmt.Sprintf("%s-%s%d", r, tag, j), ttl, 0))
+		}
+		rc := kvrouting.ResolverConfig{Region: r, Tiers: tiers, ReplicationBound: cfg.ReplicationBound, ClockSkew: cfg.ClockSkew, JS: js}
+		if i > 0 {
+			rc.MirrorRegion = r
+		}
+		res, err := kvrouting.NewResolver(st, rc)
+		if err != nil {
+			return nil, err
+		}
+		out[r] = res
+	}
+	return out, nil
+}
+
+func provideLocker(cfg *Config, st *kvrouting.Store, rs Resolvers) (*kvrouting.Locker, error) {
+	lc := cfg.Locks
+	for _, r := range rs {
+		lc.ConvergenceDelay = max(lc.ConvergenceDelay, r.ConvergenceDelay())
+	}
+	if lc.ClockSkew == 0 {
+		lc.ClockSkew = cfg.ClockSkew
+	}
+	return kvrouting.NewLocker(st, lc)
+}
+
+func provideRegions(lc fx.Lifecycle, cfg *Config, lk *kvrouting.Locker) (Regions, error) {
+	out := Regions{}
+	for _, r := range cfg.Regions {
+		// A source cleanup keeps what a later migration brings back here
+		// (decided under each store's lock: services.RoutingCleanupGuard).
+		opts := chat.RegionOptions{Name: r, InMemory: cfg.InMemory || cfg.DataDir == "", KeepOnCleanup: services.RoutingCleanupGuard(lk, r)}
+		if !opts.InMemory {
+			opts.Dir = filepath.Join(cfg.DataDir, "regions", r)
+		}
+		reg, err := chat.OpenRegion(opts)
+		if err != nil {
+			for _, o := range out {
+				_ = o.Close()
+			}
+			return nil, err
+		}
+		out[r] = reg
+	}
+	lc.Append(fx.StopHook(func() error {
+		var errs []error
+		for _, r := range out {
+			errs = append(errs, r.Close())
+		}
+		return errors.Join(errs...)
+	}))
+	return out, nil
+}
+
+// serveContracts puts every service of every region on NATS (the migration
+// contract; DESIGN.md "Services and the contract").
+func serveContracts(lc fx.Lifecycle, nc *nats.Conn, js jetstream.JetStream, regions Regions) error {
+	var servers []*contractnats.Server
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			for name, reg := range regions {
+				for _, p := range reg.Participants() {
+					s, err := contractnats.Serve(context.Background(), nc, js, name, p, contractnats.ServeOptions{})
+					if err != nil {
+						return fmt.Errorf("serve %s/%s: %w", name, p.Service(), err)
+					}
+					servers = append(servers, s)
+				}
+			}
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			var errs []error
+			for _, s := range servers {
+				errs = append(errs, s.Stop())
+			}
+			return errors.Join(errs...)
+		},
+	})
+	return nil
+}
+
+// NewAPI is the user-facing API over regions with resolvers rs.
+func NewAPI(cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker) (*api.Server, error) {
+	svcs := map[string]string{"validator": cfg.ServiceSecret}
+	var auth api.Authenticator = api.DevAuth{ServiceSecrets: svcs}
+	if cfg.AuthSecret != "" {
+		auth = api.SignedAuth{Secret: []byte(cfg.AuthSecret), ServiceSecrets: svcs}
+	}
+	return api.New(api.Config{
+		Regions: regions, Resolvers: rs, Locker: lk, DefaultRegion: cfg.Regions[0],
+		Auth: auth, Logger: cfg.Logger,
+	})
+}
+
+func provideAPI(cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker) (*api.Server, error) {
+	return NewAPI(cfg, regions, rs, lk)
+}
+
+func serveHTTP(lc fx.Lifecycle, cfg *Config, h *api.Server, m *metrics.Metrics, actors *Actors) *HTTPServer {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	mux.Handle("/", m.Middleware(h))
+	return listen(lc, actors, "HTTP API", cfg.HTTPAddr, mux)
+}
+
+// listen opens addr ("" = any free loopback port) when the app starts and
+// serves h on it as an actor.
+func listen(lc fx.Lifecycle, actors *Actors, name, addr string, h http.Handler) *HTTPServer {
+	hs := &HTTPServer{}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			a := addr
+			if a == "" {
+				a = "127.0.0.1:0"
+			}
+			ln, err := net.Listen("tcp", a)
+			if err != nil {
+				return fmt.Errorf("http listen %s: %w", a, err)
+			}
+			hs.Addr = ln.Addr().String()
+			actors.serveHTTP(name, srv, func() error { return srv.Serve(ln) })
+			return nil
+		},
+		OnStop: func(ctx context.Context) error { return srv.Shutdown(ctx) },
+	})
+	return hs
+}

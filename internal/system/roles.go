@@ -1,0 +1,228 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cutover/cutover/internal/metrics"
+	"github.com/cutover/cutover/kvrouting"
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/orchestrator"
+	"github.com/cutover/cutover/projector"
+	"github.com/cutover/cutover/projector/httpapi"
+	"github.com/cutover/cutover/services/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/fx"
+)
+
+// The roles of a deployment (DESIGN.md "Scaling out"): each is one process
+// joined to a NATS deployment, composed here and run by App.Run.
+
+// Join prepares cfg for a process joining the deployment at url: the
+// deployment's size decides the replica counts (cfg.Cluster is set to the
+// node count seen from the server: 1 for a standalone server, which
+// refuses replicated streams), and the buckets and streams are provisioned
+// with retries (Provision); mirrors names the read replicas this role
+// needs. The endpoint is returned rather than set as cfg.NATSURL.
+func Join(ctx context.Context, url string, sec cnats.ClientSecurity, cfg *Config, mirrors []string) (*Endpoint, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	opts, err := sec.Options()
+	if err != nil {
+		return nil, err
+	}
+	nc, js, err := cnats.Connect(cctx, url, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	cfg.Cluster = natsNodes(nc)
+	cfg.NATSURL = ""
+	if err := Provision(ctx, js, ProvisionConfig{Nodes: cfg.Cluster, Routing: true, Pages: true, Migration: true,
+		Mirrors: mirrors, PerAttempt: 3 * time.Second, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	return &Endpoint{URL: url}, nil
+}
+
+// natsNodes is the JetStream cluster size assumed behind nc: 1 for a
+// standalone server (it refuses replicas > 1), else 3 (DESIGN.md "Scaling
+// out": a 3-node cluster, R3).
+func natsNodes(nc *nats.Conn) int {
+	if nc.ConnectedClusterName() == "" {
+		return 1
+	}
+	return cnats.DefaultClusterNodes
+}
+
+// NATSNode is the nats role: one embedded server (a secure one when sec
+// asks for users or TLS), stopped with the app.
+func NATSNode(sec cnats.SecureOptions) fx.Option {
+	return fx.Options(fx.Supply(sec), fx.Provide(provideNATSNode))
+}
+
+func provideNATSNode(lc fx.Lifecycle, sec cnats.SecureOptions) (*cnats.Server, error) {
+	var srv *cnats.Server
+	if len(sec.Users) == 0 && sec.TLS == nil && sec.RouteTLS == nil {
+		s, err := cnats.StartServer(sec.Options)
+		if err != nil {
+			return nil, err
+		}
+		srv = s
+	} else {
+		s, err := cnats.StartSecureServer(sec)
+		if err != nil {
+			return nil, err
+		}
+		srv = s.Server
+	}
+	lc.Append(fx.StopHook(srv.Shutdown))
+	return srv, nil
+}
+
+// ServiceRole composes the service role: NATS, the routing store (it
+// provisions the routing bucket and the PAGES stream the contract servers
+// publish to), the region's stores and their contract servers.
+func ServiceRole(cfg *Config, ep *Endpoint) fx.Option {
+	return fx.Options(fx.Supply(cfg, ep),
+		fx.Provide(provideConn, provideRoutingStore, provideGuardLocker, provideRegions),
+		fx.Invoke(func(*kvrouting.Store) {}),
+		fx.Invoke(serveContracts))
+}
+
+// provideGuardLocker gives the service role the routing reads its cleanup
+// guard needs (services.RoutingCleanupGuard only reads from the leader; the
+// lock timings are the orchestrator's business).
+func provideGuardLocker(cfg *Config, st *kvrouting.Store) (*kvrouting.Locker, error) {
+	return provideLocker(cfg, st, Resolvers{})
+}
+
+// APIBase is the user-facing API's base URL the orchestrator validates
+// through ("" = through the contract's digests).
+type APIBase string
+
+// OrchestratorRole composes the orchestrator role: NATS, the routing store
+// and locker, the directory over the contract, the workers.
+func OrchestratorRole(cfg *Config, ep *Endpoint, base APIBase) fx.Option {
+	return fx.Options(fx.Supply(cfg, ep, base),
+		fx.Provide(provideConn, provideRoutingStore, provideResolvers, provideLocker, provideRoleDirectory, provideWorkers),
+		fx.Invoke(func([]*orchestrator.Worker) {}))
+}
+
+// provideRoleDirectory is the orchestrator's directory over the NATS
+// contract, validating through base when it is set.
+func provideRoleDirectory(cfg *Config, nc *nats.Conn, js jetstream.JetStream, base APIBase) *natsDirectory {
+	return newNATSDirectory(nc, js, func() string { return string(base) }, cfg.ServiceSecret)
+}
+
+// ProjectorAddr is the projector role's HTTP listen address.
+type ProjectorAddr string
+
+// ProjectorHTTP is the projector's running HTTP listener.
+type ProjectorHTTP struct{ *HTTPServer }
+
+// ProjectorRole composes the projector role: NATS, the migration streams,
+// the projector, its HTTP server and the metrics fed by the events.
+func ProjectorRole(cfg *Config, ep *Endpoint, addr ProjectorAddr) fx.Option {
+	return fx.Options(fx.Supply(cfg, ep, addr),
+		fx.Provide(provideConn, metrics.New, provideStreams, provideProjectorAfterStreams, serveProjectorHTTP),
+		Metrics(true),
+		fx.Invoke(func(ProjectorHTTP) {}))
+}
+
+// migrationStreams marks the migration streams as provisioned.
+type migrationStreams struct{}
+
+// provideStreams creates the migration streams if no orchestrator has yet
+// (idempotent), so the projector has something to consume.
+func provideStreams(cfg *Config, js jetstream.JetStream) (migrationStreams, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return migrationStreams{}, Provision(ctx, js, ProvisionConfig{Nodes: cfg.Cluster, Migration: true, Logger: cfg.Logger})
+}
+
+func provideProjectorAfterStreams(cfg *Config, js jetstream.JetStream, actors *Actors, _ migrationStreams) *projector.Projector {
+	return provideProjector(cfg, js, actors)
+}
+
+func serveProjectorHTTP(lc fx.Lifecycle, addr ProjectorAddr, p *projector.Projector, m *metrics.Metrics, actors *Actors) ProjectorHTTP {
+	return ProjectorHTTP{listen(lc, actors, "projector HTTP", string(addr), httpapi.Handler(p, m.Handler()))}
+}
+
+// GatewayRole composes the gateway role: NATS, routing (with the regions'
+// read replicas), the regions' services and contract servers, the HTTP API
+// and its metrics.
+func GatewayRole(cfg *Config, ep *Endpoint) fx.Option {
+	return fx.Options(fx.Supply(cfg, ep),
+		fx.Provide(provideConn, provideRoutingStore, provideResolvers, provideLocker, provideRegions, metrics.New),
+		fx.Invoke(serveContracts),
+		API(),
+		Metrics(false))
+}
+
+// DefaultSweepInterval is how often service and gateway roles sweep
+// expired tombstones from their regions' stores (paper 001 §4.3).
+const DefaultSweepInterval = 10 * time.Minute
+
+// Sweeps runs SweepRegions every interval while the app runs (not at all
+// for 0), as an actor.
+func Sweeps(every time.Duration) fx.Option {
+	return fx.Invoke(func(cfg *Config, regions Regions, actors *Actors) {
+		if every <= 0 {
+			return
+		}
+		actors.Add("tombstone sweep", func(ctx context.Context) error {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case now := <-t.C:
+					n, err := SweepRegions(regions, now)
+					if err != nil {
+						cfg.Logger.Warn("tombstone sweep", "removed", n, "err", err)
+					} else if n > 0 {
+						cfg.Logger.Info("tombstone sweep", "removed", n)
+					}
+				}
+			}
+		}, nil)
+	})
+}
+
+// SweepRegions removes the tombstones expired at now from every store of
+// every region and returns how many went; it goes on past a failing store
+// and reports every error.
+func SweepRegions(regions Regions, now time.Time) (int, error) {
+	total := 0
+	var errs []error
+	for _, name := range regions.Names() {
+		for _, p := range regions[name].Participants() {
+			sp, ok := p.(interface{ Store() *store.Store })
+			if !ok || sp.Store() == nil {
+				continue
+			}
+			n, err := sp.Store().SweepTombstones(now)
+			total += n
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s/%s: %w", name, p.Service(), err))
+			}
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+// Names are the regions' names, sorted.
+func (m Regions) Names() []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,226 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cutover/cutover/services/client"
+)
+
+// Mix is the live traffic's operation mix, in percent of operations; the
+// rest are reads (ListMessages, newest 20). Each operation picks a random
+// conversation. Edits and deletes touch only the user's own live messages
+// in it and become reads when there is none; a reaction goes to the
+// conversation's first seeded message (SeedID(0)). Posts, edits and deletes
+// are written to the Ledger; reactions are counted as writes but not
+// ledgered.
+type Mix struct {
+	Post, Edit, Delete, React int
+}
+
+// DefaultMix is the one mix every run uses unless it says otherwise: 40 %
+// posts, 15 % edits, 10 % deletes, 10 % reactions, 25 % reads — a chat
+// that writes more than production does, so that every migration meets
+// writes in every phase.
+var DefaultMix = Mix{Post: 40, Edit: 15, Delete: 10, React: 10}
+
+// DefaultThink is the mean pause between one user's operations.
+const DefaultThink = 5 * time.Millisecond
+
+// TrafficConfig configures StartTraffic.
+type TrafficConfig struct {
+	// APIs are the API base URLs; user i talks to APIs[i % len(APIs)]
+	// (chaos sends every second user to a stale-routing API).
+	APIs []string
+	// Users are the users, one SDK client and goroutine each.
+	Users []string
+	// Convs are the conversations to pick from.
+	Convs *ConvSet
+	// Mix is the operation mix (zero: DefaultMix).
+	Mix Mix
+	// Think is the mean pause between one user's operations, drawn
+	// uniformly from [Think/2, 3·Think/2) (zero: DefaultThink).
+	Think time.Duration
+	Seed  uint64
+	// Ledger records posts, edits and deletes (nil: not recorded).
+	Ledger *Ledger
+	// OnClient, when set, sees each user's client once created (metrics).
+	OnClient func(user string, c *client.Client)
+}
+
+// Stats are what the users saw: their operations and the SDK's counters
+// of 423s (paper 001 §6.2).
+type Stats struct {
+	Attempted, Acknowledged, Reads, FailedOther int64
+	Rejected423, Fenced, Recovered, Unrecovered int64
+	FenceDelaySum, FenceDelayMax                time.Duration
+}
+
+// MaxFenceMs is the longest delay 423s added to one operation.
+func (s Stats) MaxFenceMs() float64 { return float64(s.FenceDelayMax.Microseconds()) / 1000 }
+
+// AvgFenceMs is the mean delay 423s added to a fenced operation.
+func (s Stats) AvgFenceMs() float64 {
+	if s.Fenced == 0 {
+		return 0
+	}
+	return float64(s.FenceDelaySum.Microseconds()) / 1000 / float64(s.Fenced)
+}
+
+// Traffic is live user traffic through the SDK until Stop.
+type Traffic struct {
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	clients []*client.Client
+
+	attempted, acked, reads, failed atomic.Int64
+}
+
+// StartTraffic starts one goroutine per user. Errors: a client that cannot
+// be created, or a config without users, APIs or conversations.
+func StartTraffic(ctx context.Context, cfg TrafficConfig) (*Traffic, error) {
+	if len(cfg.Users) == 0 || len(cfg.APIs) == 0 || cfg.Convs == nil {
+		return nil, errors.New("workload: traffic needs users, APIs and conversations")
+	}
+	if cfg.Mix == (Mix{}) {
+		cfg.Mix = DefaultMix
+	}
+	if m := cfg.Mix; m.Post < 0 || m.Edit < 0 || m.Delete < 0 || m.React < 0 || m.Post+m.Edit+m.Delete+m.React > 100 {
+		return nil, fmt.Errorf("workload: mix %+v does not add up to at most 100 %%", m)
+	}
+	if cfg.Think <= 0 {
+		cfg.Think = DefaultThink
+	}
+	tctx, stop := context.WithCancel(ctx)
+	t := &Traffic{stop: stop}
+	for ui, u := range cfg.Users {
+		c, err := client.New(cfg.APIs[ui%len(cfg.APIs)], "user:"+u)
+		if err != nil {
+			t.Stop()
+			return nil, err
+		}
+		t.clients = append(t.clients, c)
+		if cfg.OnClient != nil {
+			cfg.OnClient(u, c)
+		}
+		t.wg.Go(func() { t.user(tctx, cfg, ui, u, c) })
+	}
+	return t, nil
+}
+
+// user is one user's loop.
+func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string, c *client.Client) {
+	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(ui)+100))
+	own := map[string][]string{} // conversation → this user's live messages
+	led := cfg.Ledger
+	m := cfg.Mix
+	n := 0
+	for ctx.Err() == nil {
+		conv := cfg.Convs.pick(rng)
+		if conv == "" {
+			sleep(ctx, cfg.Think)
+			continue
+		}
+		x := rng.IntN(100)
+		var err error
+		write := true
+		switch {
+		case x < m.Post:
+			n++
+			id, text := fmt.Sprintf("%s-%06d", u, n), fmt.Sprintf("live %d from %s", n, u)
+			t.attempted.Add(1)
+			if _, err = c.PostMessage(ctx, conv, client.NewMessage{ID: id, Text: text}); err == nil {
+				led.ack(conv, id, text)
+				own[conv] = append(own[conv], id)
+			} else {
+				led.uncertain(conv, id, text, false)
+			}
+		case x < m.Post+m.Edit && len(own[conv]) > 0:
+			id := own[conv][rng.IntN(len(own[conv]))]
+			text := fmt.Sprintf("edited %d by %s", rng.IntN(1e6), u)
+			t.attempted.Add(1)
+			if _, err = c.EditMessage(ctx, conv, id, text); err == nil {
+				led.ack(conv, id, text)
+			} else {
+				led.uncertain(conv, id, text, false)
+			}
+		case x < m.Post+m.Edit+m.Delete && len(own[conv]) > 0:
+			i := rng.IntN(len(own[conv]))
+			id := own[conv][i]
+			t.attempted.Add(1)
+			if _, err = c.DeleteMessage(ctx, conv, id); err == nil {
+				led.ackDelete(conv, id)
+				own[conv] = slices.Delete(own[conv], i, i+1)
+			} else {
+				led.uncertain(conv, id, "", true)
+			}
+		case x >= m.Post+m.Edit+m.Delete && x < m.Post+m.Edit+m.Delete+m.React:
+			t.attempted.Add(1)
+			err = c.React(ctx, conv, SeedID(0), []string{"tada", "eyes", "rocket"}[rng.IntN(3)])
+		default:
+			write = false
+			t.reads.Add(1)
+			_, err = c.ListMessages(ctx, conv, client.ListOptions{Limit: 20})
+		}
+		switch {
+		case err == nil:
+			if write {
+				t.acked.Add(1)
+			}
+		case ctx.Err() != nil, errors.Is(err, client.ErrUnrecovered):
+		default:
+			t.failed.Add(1)
+		}
+		sleep(ctx, cfg.Think/2+time.Duration(rng.Int64N(int64(cfg.Think))))
+	}
+}
+
+// Stop stops the traffic, waits for the users, closes their clients and
+// returns what they saw. It may be called more than once.
+func (t *Traffic) Stop() Stats {
+	t.stop()
+	t.wg.Wait()
+	s := Stats{Attempted: t.attempted.Load(), Acknowledged: t.acked.Load(), Reads: t.reads.Load(), FailedOther: t.failed.Load()}
+	for _, c := range t.clients {
+		st := c.Stats()
+		s.Rejected423 += st.Rejected423
+		s.Fenced += st.Fenced
+		s.Recovered += st.Recovered
+		s.Unrecovered += st.Unrecovered
+		s.FenceDelaySum += st.FenceDelaySum
+		s.FenceDelayMax = max(s.FenceDelayMax, st.FenceDelayMax)
+		_ = c.Close()
+	}
+	return s
+}
+
+func (l *Ledger) ack(conv, id, text string) {
+	if l != nil {
+		l.Acked(conv, id, text)
+	}
+}
+
+func (l *Ledger) ackDelete(conv, id string) {
+	if l != nil {
+		l.AckedDelete(conv, id)
+	}
+}
+
+func (l *Ledger) uncertain(conv, id, text string, deleted bool) {
+	if l != nil {
+		l.Uncertain(conv, id, text, deleted)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
