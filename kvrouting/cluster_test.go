@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 )
 
 // span is one token's tenure on a resource, in KV revisions: acquired at
@@ -26,7 +26,7 @@ func TestClusterLeaderKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
-	cl := cnats.RunCluster(t, 3)
+	cl := natstest.RunCluster(t, 3)
 	e := mustEnvURL(t, cl.ClientURLs(), 3)
 	e.lk.cfg.ConvergenceDelay = 0
 	e.lk.cfg.Clock = time.Now

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -53,13 +54,13 @@ func testLockConfig(c *fakeClock) LockConfig {
 
 func mustEnv(tb testing.TB) *env {
 	tb.Helper()
-	srv := cnats.RunServer(tb)
+	srv := natstest.RunServer(tb)
 	return mustEnvURL(tb, srv.ClientURL(), 1)
 }
 
 func mustEnvURL(tb testing.TB, url string, replicas int) *env {
 	tb.Helper()
-	nc, js := cnats.MustConnect(tb, url)
+	nc, js := natstest.MustConnect(tb, url)
 	ctx := context.Background()
 	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Replicas: replicas}); err != nil {
 		tb.Fatalf("provision: %v", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 )
 
 // Linearizability of the routing lock operations (docs/verification.md):
@@ -230,7 +231,7 @@ func TestLinearizability(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
-	cl := cnats.RunCluster(t, 3)
+	cl := natstest.RunCluster(t, 3)
 	e := mustEnvURL(t, cl.ClientURLs(), 3)
 	// Long leases, no convergence delay, no skew and a clock that never
 	// moves: no outcome depends on time, so the model can be exact.

@@ -65,6 +65,29 @@ type Cluster struct {
 // error wrapping ErrInvalidOptions or ErrStartFailed; on error nothing is
 // left running.
 func StartCluster(opts ClusterOptions) (*Cluster, error) {
+	return startCluster(opts, "cutover-cluster-", directRoutes)
+}
+
+// routeFunc gives node i of a cluster, knowing every node's route port, the
+// route URLs it solicits and the route address it gossips to its peers (""
+// for its real one).
+type routeFunc func(i int, ports []int) (routes []string, advertise string, err error)
+
+// directRoutes routes node i straight to every other node.
+func directRoutes(i int, ports []int) ([]string, string, error) {
+	var routes []string
+	for j, p := range ports {
+		if j != i {
+			routes = append(routes, fmt.Sprintf("nats-route://%s:%d", DefaultHost, p))
+		}
+	}
+	return routes, "", nil
+}
+
+// startCluster is StartCluster with each node's routes from routes; a
+// temporary base directory is named after dirPrefix. On error it shuts down
+// every node it started; what routes started is the caller's to stop.
+func startCluster(opts ClusterOptions, dirPrefix string, routes routeFunc) (*Cluster, error) {
 	n := opts.Nodes
 	if n == 0 {
 		n = DefaultClusterNodes
@@ -82,37 +105,38 @@ func StartCluster(opts ClusterOptions) (*Cluster, error) {
 
 	c := &Cluster{baseDir: opts.BaseDir}
 	if c.baseDir == "" {
-		dir, err := os.MkdirTemp("", "cutover-cluster-")
+		dir, err := os.MkdirTemp("", dirPrefix)
 		if err != nil {
 			return nil, fmt.Errorf("cnats: create cluster dir: %w", err)
 		}
 		c.baseDir, c.tempBase = dir, true
 	}
-
-	ports, err := freePorts(DefaultHost, n)
-	if err != nil {
+	fail := func(err error) (*Cluster, error) {
 		c.Shutdown()
 		return nil, err
 	}
+
+	ports, err := freePorts(DefaultHost, n)
+	if err != nil {
+		return fail(err)
+	}
 	for i := range n {
-		var routes []string
-		for j, p := range ports {
-			if j != i {
-				routes = append(routes, fmt.Sprintf("nats-route://%s:%d", DefaultHost, p))
-			}
+		r, advertise, err := routes(i, ports)
+		if err != nil {
+			return fail(err)
 		}
 		s, err := newServer(Options{
-			Name:        fmt.Sprintf("%s-n%d", name, i),
-			StoreDir:    filepath.Join(c.baseDir, fmt.Sprintf("n%d", i)),
-			SyncAlways:  opts.SyncAlways,
-			Logging:     opts.Logging,
-			ClusterName: name,
-			ClusterPort: ports[i],
-			Routes:      routes,
+			Name:             fmt.Sprintf("%s-n%d", name, i),
+			StoreDir:         filepath.Join(c.baseDir, fmt.Sprintf("n%d", i)),
+			SyncAlways:       opts.SyncAlways,
+			Logging:          opts.Logging,
+			ClusterName:      name,
+			ClusterPort:      ports[i],
+			Routes:           r,
+			ClusterAdvertise: advertise,
 		})
 		if err != nil {
-			c.Shutdown()
-			return nil, err
+			return fail(err)
 		}
 		c.Servers = append(c.Servers, s)
 	}
@@ -129,15 +153,13 @@ func StartCluster(opts ClusterOptions) (*Cluster, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		c.Shutdown()
-		return nil, err
+		return fail(err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultClusterTimeout)
 	defer cancel()
 	if err := c.waitReady(ctx, -1); err != nil {
-		c.Shutdown()
-		return nil, err
+		return fail(err)
 	}
 	return c, nil
 }

@@ -1,4 +1,4 @@
-package cnats
+package cnats_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -14,9 +16,9 @@ import (
 // forming a cluster and electing leaders takes seconds.
 func TestCluster(t *testing.T) {
 	start := time.Now()
-	c := RunCluster(t, 3)
+	c := natstest.RunCluster(t, 3)
 	t.Logf("cluster formed in %v", time.Since(start))
-	nc, js := MustConnect(t, c.ClientURLs())
+	nc, js := natstest.MustConnect(t, c.ClientURLs())
 	ctx := testCtx(t)
 
 	t.Run("nodes", func(t *testing.T) {
@@ -45,14 +47,14 @@ func TestCluster(t *testing.T) {
 	var kv jetstream.KeyValue
 	t.Run("routing replicas", func(t *testing.T) {
 		var err error
-		kv, err = ProvisionRouting(ctx, js, RoutingConfig{Nodes: len(c.Servers)})
+		kv, err = cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Nodes: len(c.Servers)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ProvisionRouting(ctx, js, RoutingConfig{Nodes: len(c.Servers)}); err != nil {
+		if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Nodes: len(c.Servers)}); err != nil {
 			t.Fatalf("idempotent: %v", err)
 		}
-		st, err := js.Stream(ctx, RoutingStream)
+		st, err := js.Stream(ctx, cnats.RoutingStream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +68,7 @@ func TestCluster(t *testing.T) {
 		if info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 {
 			t.Fatalf("cluster info %+v", info.Cluster)
 		}
-		i, err := c.WaitStreamLeader(ctx, RoutingStream)
+		i, err := c.WaitStreamLeader(ctx, cnats.RoutingStream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +81,7 @@ func TestCluster(t *testing.T) {
 	}
 
 	t.Run("mirror in cluster", func(t *testing.T) {
-		if _, err := ProvisionMirror(ctx, js, "us-east", 1); err != nil {
+		if _, err := cnats.ProvisionMirror(ctx, js, "us-east", 1); err != nil {
 			t.Fatal(err)
 		}
 		rev, err := kv.Put(ctx, "m", []byte("mirrored"))
@@ -87,7 +89,7 @@ func TestCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, func() error {
-			data, seq, err := DirectGetLast(ctx, nc, MirrorStream("us-east"), RoutingSubject("m"))
+			data, seq, err := cnats.DirectGetLast(ctx, nc, cnats.MirrorStream("us-east"), cnats.RoutingSubject("m"))
 			if err != nil {
 				return err
 			}
@@ -103,7 +105,7 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		old, err := c.WaitStreamLeader(ctx, RoutingStream)
+		old, err := c.WaitStreamLeader(ctx, cnats.RoutingStream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +118,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("ClientURLs still lists the killed node: %s", c.ClientURLs())
 		}
 
-		nu, err := c.WaitStreamLeader(ctx, RoutingStream)
+		nu, err := c.WaitStreamLeader(ctx, cnats.RoutingStream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +145,7 @@ func TestCluster(t *testing.T) {
 			return nil
 		})
 		t.Logf("writes resumed %v after the kill", time.Since(killed))
-		data, seq, err := LeaderGetLast(ctx, nc, RoutingStream, RoutingSubject("doc"))
+		data, seq, err := cnats.LeaderGetLast(ctx, nc, cnats.RoutingStream, cnats.RoutingSubject("doc"))
 		if err != nil || string(data) != "v2" || seq != rev {
 			t.Fatalf("leader get after failover: %q seq %d err %v, want v2 seq %d", data, seq, err, rev)
 		}
@@ -158,10 +160,10 @@ func TestCluster(t *testing.T) {
 		}
 		// The restarted node catches up on ROUTING as a follower.
 		eventually(t, 20*time.Second, func() error {
-			if !c.Servers[old].Inner().JetStreamIsStreamCurrent(accountName, RoutingStream) {
-				return fmt.Errorf("n%d not current on %s", old, RoutingStream)
+			if !c.Servers[old].Inner().JetStreamIsStreamCurrent(cnats.AccountName, cnats.RoutingStream) {
+				return fmt.Errorf("n%d not current on %s", old, cnats.RoutingStream)
 			}
-			st, err := js.Stream(ctx, RoutingStream)
+			st, err := js.Stream(ctx, cnats.RoutingStream)
 			if err != nil {
 				return err
 			}
@@ -176,23 +178,23 @@ func TestCluster(t *testing.T) {
 			}
 			return nil
 		})
-		t.Logf("n%d current on %s %v after restart", old, RoutingStream, time.Since(restarted))
+		t.Logf("n%d current on %s %v after restart", old, cnats.RoutingStream, time.Since(restarted))
 		if n := len(strings.Split(c.ClientURLs(), ",")); n != 3 {
 			t.Fatalf("ClientURLs after restart %q", c.ClientURLs())
 		}
 		// A client that talks only to the restarted node reads the latest
 		// revision through the leader.
-		nc2, _ := MustConnect(t, c.Servers[old].ClientURL())
-		if data, seq, err := LeaderGetLast(ctx, nc2, RoutingStream, RoutingSubject("doc")); err != nil || string(data) != "v2" || seq != rev {
+		nc2, _ := natstest.MustConnect(t, c.Servers[old].ClientURL())
+		if data, seq, err := cnats.LeaderGetLast(ctx, nc2, cnats.RoutingStream, cnats.RoutingSubject("doc")); err != nil || string(data) != "v2" || seq != rev {
 			t.Fatalf("leader get via restarted node: %q seq %d err %v", data, seq, err)
 		}
 	})
 
 	t.Run("stream leader errors", func(t *testing.T) {
-		if _, err := c.StreamLeader(ctx, "NOPE"); !errors.Is(err, ErrNoLeader) {
+		if _, err := c.StreamLeader(ctx, "NOPE"); !errors.Is(err, cnats.ErrNoLeader) {
 			t.Fatalf("StreamLeader(NOPE) = %v", err)
 		}
-		if err := c.RestartNode(7); !errors.Is(err, ErrInvalidOptions) {
+		if err := c.RestartNode(7); !errors.Is(err, cnats.ErrInvalidOptions) {
 			t.Fatalf("RestartNode(7) = %v", err)
 		}
 	})

@@ -1,33 +1,36 @@
-package cnats
+package cnats_test
 
 import (
 	"errors"
 	"testing"
+
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 )
 
 func TestGetLast(t *testing.T) {
-	s := RunServer(t)
-	nc, js := MustConnect(t, s.ClientURL())
+	s := natstest.RunServer(t)
+	nc, js := natstest.MustConnect(t, s.ClientURL())
 	ctx := testCtx(t)
-	kv, err := ProvisionRouting(ctx, js, RoutingConfig{})
+	kv, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	gets := map[string]func(stream, subject string) ([]byte, uint64, error){
 		"leader": func(stream, subject string) ([]byte, uint64, error) {
-			return LeaderGetLast(ctx, nc, stream, subject)
+			return cnats.LeaderGetLast(ctx, nc, stream, subject)
 		},
 		"direct": func(stream, subject string) ([]byte, uint64, error) {
-			return DirectGetLast(ctx, nc, stream, subject)
+			return cnats.DirectGetLast(ctx, nc, stream, subject)
 		},
 	}
 	for name, get := range gets {
 		t.Run(name, func(t *testing.T) {
 			key := "res-" + name
-			subj := RoutingSubject(key)
+			subj := cnats.RoutingSubject(key)
 
-			if _, _, err := get(RoutingStream, subj); !errors.Is(err, ErrNotFound) {
+			if _, _, err := get(cnats.RoutingStream, subj); !errors.Is(err, cnats.ErrNotFound) {
 				t.Fatalf("missing key: err = %v, want ErrNotFound", err)
 			}
 
@@ -38,7 +41,7 @@ func TestGetLast(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			data, seq, err := get(RoutingStream, subj)
+			data, seq, err := get(cnats.RoutingStream, subj)
 			if err != nil || string(data) != "two" || seq != rev2 {
 				t.Fatalf("latest: %q seq %d err %v, want %q seq %d", data, seq, err, "two", rev2)
 			}
@@ -50,8 +53,8 @@ func TestGetLast(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, seq, err = get(RoutingStream, subj)
-			if !errors.Is(err, ErrDeleted) || seq <= rev2 {
+			_, seq, err = get(cnats.RoutingStream, subj)
+			if !errors.Is(err, cnats.ErrDeleted) || seq <= rev2 {
 				t.Fatalf("after delete: seq %d err %v, want ErrDeleted after %d (bucket %v)", seq, err, rev2, e.Bucket())
 			}
 
@@ -59,33 +62,33 @@ func TestGetLast(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if data, seq, err := get(RoutingStream, subj); err != nil || string(data) != "three" || seq != rev3 {
+			if data, seq, err := get(cnats.RoutingStream, subj); err != nil || string(data) != "three" || seq != rev3 {
 				t.Fatalf("after re-put: %q seq %d err %v", data, seq, err)
 			}
 			if err := kv.Purge(ctx, key); err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := get(RoutingStream, subj); !errors.Is(err, ErrDeleted) {
+			if _, _, err := get(cnats.RoutingStream, subj); !errors.Is(err, cnats.ErrDeleted) {
 				t.Fatalf("after purge: err = %v, want ErrDeleted", err)
 			}
 		})
 	}
 
 	t.Run("missing stream", func(t *testing.T) {
-		if _, _, err := LeaderGetLast(ctx, nc, "NOPE", "x"); !errors.Is(err, ErrStreamNotFound) {
+		if _, _, err := cnats.LeaderGetLast(ctx, nc, "NOPE", "x"); !errors.Is(err, cnats.ErrStreamNotFound) {
 			t.Fatalf("leader get: err = %v, want ErrStreamNotFound", err)
 		}
-		if _, _, err := DirectGetLast(ctx, nc, "NOPE", "x"); !errors.Is(err, ErrUnavailable) {
+		if _, _, err := cnats.DirectGetLast(ctx, nc, "NOPE", "x"); !errors.Is(err, cnats.ErrUnavailable) {
 			t.Fatalf("direct get: err = %v, want ErrUnavailable", err)
 		}
 	})
 
 	t.Run("invalid names", func(t *testing.T) {
 		for _, c := range [][2]string{{"", "a"}, {"a.b", "a"}, {"S", ""}, {"S", "a.*"}, {"S", "a.>"}, {"S", "a b"}, {"S", "a..b"}} {
-			if _, _, err := LeaderGetLast(ctx, nc, c[0], c[1]); !errors.Is(err, ErrInvalidName) {
+			if _, _, err := cnats.LeaderGetLast(ctx, nc, c[0], c[1]); !errors.Is(err, cnats.ErrInvalidName) {
 				t.Errorf("LeaderGetLast(%q, %q) = %v", c[0], c[1], err)
 			}
-			if _, _, err := DirectGetLast(ctx, nc, c[0], c[1]); !errors.Is(err, ErrInvalidName) {
+			if _, _, err := cnats.DirectGetLast(ctx, nc, c[0], c[1]); !errors.Is(err, cnats.ErrInvalidName) {
 				t.Errorf("DirectGetLast(%q, %q) = %v", c[0], c[1], err)
 			}
 		}

@@ -1,4 +1,4 @@
-package cnats
+package cnats_test
 
 import (
 	"errors"
@@ -7,22 +7,24 @@ import (
 	"testing"
 	"time"
 
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestMirror(t *testing.T) {
-	s := RunServer(t)
-	nc, js := MustConnect(t, s.ClientURL())
+	s := natstest.RunServer(t)
+	nc, js := natstest.MustConnect(t, s.ClientURL())
 	ctx := testCtx(t)
 
 	t.Run("needs the origin", func(t *testing.T) {
-		if _, err := ProvisionMirror(ctx, js, "eu-west", 0); !errors.Is(err, ErrStreamNotFound) {
+		if _, err := cnats.ProvisionMirror(ctx, js, "eu-west", 0); !errors.Is(err, cnats.ErrStreamNotFound) {
 			t.Fatalf("err = %v, want ErrStreamNotFound", err)
 		}
 	})
 
-	kv, err := ProvisionRouting(ctx, js, RoutingConfig{})
+	kv, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,22 +33,22 @@ func TestMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	const region = "eu-west"
-	st, err := ProvisionMirror(ctx, js, region, 0)
+	st, err := cnats.ProvisionMirror(ctx, js, region, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ProvisionMirror(ctx, js, region, 0); err != nil {
+	if _, err := cnats.ProvisionMirror(ctx, js, region, 0); err != nil {
 		t.Fatalf("second provision: %v", err)
 	}
-	mirror := MirrorStream(region)
+	mirror := cnats.MirrorStream(region)
 
 	t.Run("config", func(t *testing.T) {
-		if MirrorBucket(region) != "ROUTING_MIRROR_eu-west" || mirror != "KV_ROUTING_MIRROR_eu-west" {
-			t.Fatalf("names %q %q", MirrorBucket(region), mirror)
+		if cnats.MirrorBucket(region) != "ROUTING_MIRROR_eu-west" || mirror != "KV_ROUTING_MIRROR_eu-west" {
+			t.Fatalf("names %q %q", cnats.MirrorBucket(region), mirror)
 		}
 		c := st.CachedInfo().Config
-		if c.Name != mirror || c.Mirror == nil || c.Mirror.Name != RoutingStream ||
-			!c.AllowDirect || c.Replicas != 1 || c.MaxMsgsPerSubject != int64(DefaultRoutingHistory) {
+		if c.Name != mirror || c.Mirror == nil || c.Mirror.Name != cnats.RoutingStream ||
+			!c.AllowDirect || c.Replicas != 1 || c.MaxMsgsPerSubject != int64(cnats.DefaultRoutingHistory) {
 			t.Fatalf("mirror config: %+v mirror %+v", c, c.Mirror)
 		}
 		// ProvisionMirror asks for MirrorDirect false; nats-server 2.15
@@ -62,14 +64,14 @@ func TestMirror(t *testing.T) {
 		eventually(t, 10*time.Second, func() error {
 			sz, err := s.Inner().Subsz(&server.SubszOptions{
 				Subscriptions: true,
-				Test:          "$JS.API.DIRECT.GET." + RoutingStream + "." + RoutingSubject("early"),
+				Test:          "$JS.API.DIRECT.GET." + cnats.RoutingStream + "." + cnats.RoutingSubject("early"),
 			})
 			if err != nil {
 				return err
 			}
 			n := 0
 			for _, sub := range sz.Subs {
-				if sub.Queue != "" && strings.HasPrefix(sub.Subject, "$JS.API.DIRECT.GET."+RoutingStream+".") {
+				if sub.Queue != "" && strings.HasPrefix(sub.Subject, "$JS.API.DIRECT.GET."+cnats.RoutingStream+".") {
 					n++
 				}
 			}
@@ -83,7 +85,7 @@ func TestMirror(t *testing.T) {
 	t.Run("receives writes, readable by direct get", func(t *testing.T) {
 		// Written before the mirror existed.
 		eventually(t, 10*time.Second, func() error {
-			data, seq, err := DirectGetLast(ctx, nc, mirror, RoutingSubject("early"))
+			data, seq, err := cnats.DirectGetLast(ctx, nc, mirror, cnats.RoutingSubject("early"))
 			if err != nil {
 				return err
 			}
@@ -101,7 +103,7 @@ func TestMirror(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, func() error {
-			data, seq, err := DirectGetLast(ctx, nc, mirror, RoutingSubject("doc"))
+			data, seq, err := cnats.DirectGetLast(ctx, nc, mirror, cnats.RoutingSubject("doc"))
 			if err != nil {
 				return err
 			}
@@ -110,12 +112,12 @@ func TestMirror(t *testing.T) {
 			}
 			return nil
 		})
-		if _, _, err := DirectGetLast(ctx, nc, mirror, RoutingSubject("never")); !errors.Is(err, ErrNotFound) {
+		if _, _, err := cnats.DirectGetLast(ctx, nc, mirror, cnats.RoutingSubject("never")); !errors.Is(err, cnats.ErrNotFound) {
 			t.Fatalf("missing key on mirror: %v", err)
 		}
 		// The mirror keeps the origin's sequence numbers, so the leader get
 		// on the mirror agrees too.
-		if data, seq, err := LeaderGetLast(ctx, nc, mirror, RoutingSubject("doc")); err != nil || string(data) != "v2" || seq != rev {
+		if data, seq, err := cnats.LeaderGetLast(ctx, nc, mirror, cnats.RoutingSubject("doc")); err != nil || string(data) != "v2" || seq != rev {
 			t.Fatalf("leader get on mirror: %q %d %v", data, seq, err)
 		}
 
@@ -123,8 +125,8 @@ func TestMirror(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, func() error {
-			_, _, err := DirectGetLast(ctx, nc, mirror, RoutingSubject("doc"))
-			if !errors.Is(err, ErrDeleted) {
+			_, _, err := cnats.DirectGetLast(ctx, nc, mirror, cnats.RoutingSubject("doc"))
+			if !errors.Is(err, cnats.ErrDeleted) {
 				return fmt.Errorf("err = %v, want ErrDeleted", err)
 			}
 			return nil
@@ -133,8 +135,8 @@ func TestMirror(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, func() error {
-			_, _, err := DirectGetLast(ctx, nc, mirror, RoutingSubject("early"))
-			if !errors.Is(err, ErrDeleted) {
+			_, _, err := cnats.DirectGetLast(ctx, nc, mirror, cnats.RoutingSubject("early"))
+			if !errors.Is(err, cnats.ErrDeleted) {
 				return fmt.Errorf("err = %v, want ErrDeleted", err)
 			}
 			return nil
@@ -146,11 +148,11 @@ func TestMirror(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.Mirror == nil || info.Mirror.Name != RoutingStream {
+		if info.Mirror == nil || info.Mirror.Name != cnats.RoutingStream {
 			t.Fatalf("stream info has no mirror info: %+v", info.Mirror)
 		}
 		eventually(t, 10*time.Second, func() error {
-			h, err := ReadMirrorHealth(ctx, js, region)
+			h, err := cnats.ReadMirrorHealth(ctx, js, region)
 			if err != nil {
 				return err
 			}
@@ -162,23 +164,23 @@ func TestMirror(t *testing.T) {
 	})
 
 	t.Run("health errors", func(t *testing.T) {
-		if _, err := ReadMirrorHealth(ctx, js, "nowhere"); !errors.Is(err, ErrStreamNotFound) {
+		if _, err := cnats.ReadMirrorHealth(ctx, js, "nowhere"); !errors.Is(err, cnats.ErrStreamNotFound) {
 			t.Fatalf("missing mirror: %v", err)
 		}
-		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: MirrorStream("plain"), Subjects: []string{"plain"}}); err != nil {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cnats.MirrorStream("plain"), Subjects: []string{"plain"}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ReadMirrorHealth(ctx, js, "plain"); !errors.Is(err, ErrNotMirror) {
+		if _, err := cnats.ReadMirrorHealth(ctx, js, "plain"); !errors.Is(err, cnats.ErrNotMirror) {
 			t.Fatalf("plain stream: %v", err)
 		}
 	})
 
 	t.Run("invalid regions", func(t *testing.T) {
 		for _, r := range []string{"", "eu.west", "eu west", "eu*", "eu>", "ü", string(make([]byte, 65))} {
-			if _, err := ProvisionMirror(ctx, js, r, 0); !errors.Is(err, ErrInvalidName) {
+			if _, err := cnats.ProvisionMirror(ctx, js, r, 0); !errors.Is(err, cnats.ErrInvalidName) {
 				t.Errorf("ProvisionMirror(%q) = %v", r, err)
 			}
-			if _, err := ReadMirrorHealth(ctx, js, r); !errors.Is(err, ErrInvalidName) {
+			if _, err := cnats.ReadMirrorHealth(ctx, js, r); !errors.Is(err, cnats.ErrInvalidName) {
 				t.Errorf("ReadMirrorHealth(%q) = %v", r, err)
 			}
 		}
@@ -187,14 +189,14 @@ func TestMirror(t *testing.T) {
 
 func TestMirrorHealthFresh(t *testing.T) {
 	for _, c := range []struct {
-		h    MirrorHealth
+		h    cnats.MirrorHealth
 		want bool
 	}{
-		{MirrorHealth{Lag: 0, Active: time.Second}, true},
-		{MirrorHealth{Lag: 3, Active: time.Second}, false},
-		{MirrorHealth{Lag: 0, Active: -1}, false},
-		{MirrorHealth{Lag: 0, Active: 10 * time.Second}, false},
-		{MirrorHealth{Lag: 0, Active: time.Second, Err: "boom"}, false},
+		{cnats.MirrorHealth{Lag: 0, Active: time.Second}, true},
+		{cnats.MirrorHealth{Lag: 3, Active: time.Second}, false},
+		{cnats.MirrorHealth{Lag: 0, Active: -1}, false},
+		{cnats.MirrorHealth{Lag: 0, Active: 10 * time.Second}, false},
+		{cnats.MirrorHealth{Lag: 0, Active: time.Second, Err: "boom"}, false},
 	} {
 		if got := c.h.Fresh(2, 5*time.Second); got != c.want {
 			t.Errorf("%+v.Fresh = %v, want %v", c.h, got, c.want)

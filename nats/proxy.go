@@ -1,13 +1,9 @@
 package cnats
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 )
 
@@ -203,81 +199,36 @@ func StartProxiedCluster(opts ClusterOptions) (*ProxiedCluster, error) {
 	if n < 2 {
 		return nil, fmt.Errorf("%w: a proxied cluster needs >= 2 nodes, got %d", ErrInvalidOptions, n)
 	}
-	name := opts.Name
-	if name == "" {
-		name = DefaultClusterName
-	}
-	if !validToken(name, false) {
-		return nil, fmt.Errorf("%w: cluster name %q", ErrInvalidOptions, name)
-	}
-	pc := &ProxiedCluster{Cluster: &Cluster{baseDir: opts.BaseDir}}
-	if pc.baseDir == "" {
-		dir, err := os.MkdirTemp("", "cutover-pcluster-")
-		if err != nil {
-			return nil, fmt.Errorf("cnats: create cluster dir: %w", err)
-		}
-		pc.baseDir, pc.tempBase = dir, true
-	}
-	fail := func(err error) (*ProxiedCluster, error) {
-		pc.Shutdown()
+	pc := &ProxiedCluster{Proxies: make([][]*Proxy, n)}
+	c, err := startCluster(opts, "cutover-pcluster-", pc.proxiedRoutes)
+	if err != nil {
+		pc.closeProxies()
 		return nil, err
 	}
-	ports, err := freePorts(DefaultHost, n)
-	if err != nil {
-		return fail(err)
-	}
-	pc.Proxies = make([][]*Proxy, n)
-	for i := range n {
-		pc.Proxies[i] = make([]*Proxy, n)
-		var routes []string
-		for j := range n {
-			if j == i {
-				continue
-			}
-			p, err := StartProxy(net.JoinHostPort(DefaultHost, fmt.Sprint(ports[j])))
-			if err != nil {
-				return fail(err)
-			}
-			pc.Proxies[i][j] = p
-			routes = append(routes, "nats-route://"+p.Addr())
-		}
-		s, err := newServer(Options{
-			Name:        fmt.Sprintf("%s-n%d", name, i),
-			StoreDir:    filepath.Join(pc.baseDir, fmt.Sprintf("n%d", i)),
-			SyncAlways:  opts.SyncAlways,
-			Logging:     opts.Logging,
-			ClusterName: name,
-			ClusterPort: ports[i],
-			Routes:      routes,
-			// Gossip an address nobody listens on: a peer that learns
-			// of this node cannot open an implicit route around the
-			// proxies (connection refused), only the explicit one.
-			ClusterAdvertise: "127.0.0.1:1",
-		})
-		if err != nil {
-			return fail(err)
-		}
-		pc.Servers = append(pc.Servers, s)
-	}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, s := range pc.Servers {
-		wg.Go(func() {
-			s.life.Lock()
-			defer s.life.Unlock()
-			errs[i] = s.startLocked()
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fail(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultClusterTimeout)
-	defer cancel()
-	if err := pc.waitReady(ctx, -1); err != nil {
-		return fail(err)
-	}
+	pc.Cluster = c
 	return pc, nil
+}
+
+// proxiedRoutes is the routeFunc of a proxied cluster: node i reaches node
+// j through a new proxy, Proxies[i][j].
+func (pc *ProxiedCluster) proxiedRoutes(i int, ports []int) ([]string, string, error) {
+	pc.Proxies[i] = make([]*Proxy, len(ports))
+	var routes []string
+	for j, port := range ports {
+		if j == i {
+			continue
+		}
+		p, err := StartProxy(net.JoinHostPort(DefaultHost, fmt.Sprint(port)))
+		if err != nil {
+			return nil, "", err
+		}
+		pc.Proxies[i][j] = p
+		routes = append(routes, "nats-route://"+p.Addr())
+	}
+	// Gossip an address nobody listens on: a peer that learns of this node
+	// cannot open an implicit route around the proxies (connection
+	// refused), only the explicit one.
+	return routes, "127.0.0.1:1", nil
 }
 
 // Partition cuts node k off from every peer (both directions) with mode
@@ -317,6 +268,10 @@ func (pc *ProxiedCluster) Routes(k int) int {
 // Shutdown stops every node, then every proxy. It is idempotent.
 func (pc *ProxiedCluster) Shutdown() {
 	pc.Cluster.Shutdown()
+	pc.closeProxies()
+}
+
+func (pc *ProxiedCluster) closeProxies() {
 	for _, row := range pc.Proxies {
 		for _, p := range row {
 			if p != nil {

@@ -1,22 +1,24 @@
-package cnats
+package cnats_test
 
 import (
 	"errors"
 	"testing"
 
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestProvisionRouting(t *testing.T) {
-	s := RunServer(t)
-	_, js := MustConnect(t, s.ClientURL())
+	s := natstest.RunServer(t)
+	_, js := natstest.MustConnect(t, s.ClientURL())
 	ctx := testCtx(t)
 
-	kv, err := ProvisionRouting(ctx, js, RoutingConfig{})
+	kv, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kv.Bucket() != RoutingBucket {
+	if kv.Bucket() != cnats.RoutingBucket {
 		t.Fatalf("bucket %q", kv.Bucket())
 	}
 	rev, err := kv.Create(ctx, "doc", []byte("v1"))
@@ -26,7 +28,7 @@ func TestProvisionRouting(t *testing.T) {
 
 	t.Run("idempotent", func(t *testing.T) {
 		for range 2 {
-			kv2, err := ProvisionRouting(ctx, js, RoutingConfig{})
+			kv2, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{})
 			if err != nil {
 				t.Fatalf("second provision: %v", err)
 			}
@@ -35,12 +37,12 @@ func TestProvisionRouting(t *testing.T) {
 				t.Fatalf("existing key after re-provision: %v %v", e, err)
 			}
 		}
-		st, err := js.Stream(ctx, RoutingStream)
+		st, err := js.Stream(ctx, cnats.RoutingStream)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c := st.CachedInfo().Config
-		if c.Replicas != 1 || c.MaxMsgsPerSubject != int64(DefaultRoutingHistory) || c.Storage != jetstream.FileStorage || !c.AllowDirect {
+		if c.Replicas != 1 || c.MaxMsgsPerSubject != int64(cnats.DefaultRoutingHistory) || c.Storage != jetstream.FileStorage || !c.AllowDirect {
 			t.Fatalf("config: replicas %d history %d storage %v direct %v", c.Replicas, c.MaxMsgsPerSubject, c.Storage, c.AllowDirect)
 		}
 	})
@@ -55,8 +57,8 @@ func TestProvisionRouting(t *testing.T) {
 	})
 
 	t.Run("rejects bad config", func(t *testing.T) {
-		for _, cfg := range []RoutingConfig{{Replicas: 6}, {Replicas: -1}, {History: 65}, {Storage: 7}} {
-			if _, err := ProvisionRouting(ctx, js, cfg); !errors.Is(err, ErrInvalidOptions) {
+		for _, cfg := range []cnats.RoutingConfig{{Replicas: 6}, {Replicas: -1}, {History: 65}, {Storage: 7}} {
+			if _, err := cnats.ProvisionRouting(ctx, js, cfg); !errors.Is(err, cnats.ErrInvalidOptions) {
 				t.Errorf("ProvisionRouting(%+v) = %v, want ErrInvalidOptions", cfg, err)
 			}
 		}
@@ -65,7 +67,7 @@ func TestProvisionRouting(t *testing.T) {
 
 func TestDefaultReplicas(t *testing.T) {
 	for nodes, want := range map[int]int{-1: 1, 0: 1, 1: 1, 2: 2, 3: 3, 5: 3} {
-		if got := DefaultReplicas(nodes); got != want {
+		if got := cnats.DefaultReplicas(nodes); got != want {
 			t.Errorf("DefaultReplicas(%d) = %d, want %d", nodes, got, want)
 		}
 	}

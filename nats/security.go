@@ -23,7 +23,8 @@ import (
 // Security of a deployment (issue 8): users with subject permissions, TLS
 // on client connections and on cluster routes. The plain Options/StartServer
 // of server.go stay as they are; SecureOptions wraps them and
-// StartSecureServer applies the security settings on top.
+// StartSecureServer layers the security settings (SecureOptions.apply) on
+// the options server.go builds, at every start.
 
 // Identity is the kind of NATS user a process connects as; it decides the
 // user's subject permissions (Permissions).
@@ -177,10 +178,11 @@ func (o SecureOptions) apply(so *server.Options) error {
 // security settings.
 type SecureServer struct {
 	*Server
-	sec SecureOptions
 }
 
-// StartSecureServer is StartServer with users, permissions and TLS.
+// StartSecureServer is StartServer with users, permissions and TLS. It
+// returns the errors of StartServer, and ErrInvalidOptions for bad users or
+// security settings.
 func StartSecureServer(opts SecureOptions) (*SecureServer, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -189,77 +191,11 @@ func StartSecureServer(opts SecureOptions) (*SecureServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ss := &SecureServer{Server: s, sec: opts}
-	s.life.Lock()
-	defer s.life.Unlock()
-	if err := ss.startLocked(); err != nil {
-		s.removeTempStore()
+	s.layer = opts.apply
+	if err := s.firstStart(); err != nil {
 		return nil, err
 	}
-	return ss, nil
-}
-
-// Restart is Server.Restart with the security settings.
-func (ss *SecureServer) Restart() error {
-	ss.life.Lock()
-	defer ss.life.Unlock()
-	ss.stopLocked()
-	return ss.startLocked()
-}
-
-// startLocked is Server.startLocked with the security settings applied.
-func (ss *SecureServer) startLocked() error {
-	s := ss.Server
-	s.mu.Lock()
-	port, clusterPort, closed := s.mu.port, s.mu.clusterPort, s.mu.closed
-	s.mu.Unlock()
-	if closed {
-		return ErrClosed
-	}
-	so := s.serverOptions(port, clusterPort)
-	if err := ss.sec.apply(so); err != nil {
-		return err
-	}
-	ns, err := server.NewServer(so)
-	if err != nil {
-		return fmt.Errorf("cnats: new server %s: %w", s.cfg.name, err)
-	}
-	logger := newServerLogger(s.cfg.name, s.cfg.logging)
-	ns.SetLoggerV2(logger, false, false, false)
-	go ns.Start()
-	deadline := time.Now().Add(DefaultStartTimeout)
-	fail := func(what string) error {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-		return fmt.Errorf("%w: %s %s: %s", ErrStartFailed, s.cfg.name, what, logger.reason())
-	}
-	for !ns.ReadyForConnections(25 * time.Millisecond) {
-		if logger.fatal() {
-			return fail("failed")
-		}
-		if time.Now().After(deadline) {
-			return fail("not ready for connections")
-		}
-	}
-	for !ns.JetStreamEnabled() {
-		if logger.fatal() {
-			return fail("failed")
-		}
-		if time.Now().After(deadline) {
-			return fail("JetStream not enabled")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mu.srv = ns
-	if a, ok := ns.Addr().(*net.TCPAddr); ok {
-		s.mu.port = a.Port
-	}
-	if a := ns.ClusterAddr(); a != nil {
-		s.mu.clusterPort = a.Port
-	}
-	return nil
+	return &SecureServer{Server: s}, nil
 }
 
 // ------------------------------------------------------------------ TLS

@@ -152,6 +152,9 @@ func isLoopback(host string) bool {
 // are serialised.
 type Server struct {
 	cfg resolved
+	// layer, when set, adds settings on top of serverOptions at every
+	// start (SecureOptions.apply); it never changes after construction.
+	layer func(*server.Options) error
 
 	// life serialises lifecycle operations; it is held across start and
 	// shutdown on purpose, so that a Restart never overlaps a Shutdown.
@@ -175,13 +178,22 @@ func StartServer(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.firstStart(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// firstStart starts a Server made by newServer, removing its temporary store
+// if the start fails.
+func (s *Server) firstStart() error {
 	s.life.Lock()
 	defer s.life.Unlock()
 	if err := s.startLocked(); err != nil {
 		s.removeTempStore()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 // newServer resolves opts into a Server that has not been started.
@@ -235,8 +247,10 @@ func newServer(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// serverOptions builds fresh nats-server options for one start; nats-server
-// mutates the struct it is given, so it is never reused.
+// serverOptions builds fresh nats-server options for one start from the
+// resolved Options; nats-server mutates the struct it is given, so it is
+// never reused. It is the only place our options become nats-server's: the
+// secure path layers its settings on top (Server.layer).
 func (s *Server) serverOptions(port, clusterPort int) *server.Options {
 	o := &server.Options{
 		ServerName:         s.cfg.name,
@@ -277,7 +291,13 @@ func (s *Server) startLocked() error {
 		return ErrClosed
 	}
 
-	ns, err := server.NewServer(s.serverOptions(port, clusterPort))
+	so := s.serverOptions(port, clusterPort)
+	if s.layer != nil {
+		if err := s.layer(so); err != nil {
+			return err
+		}
+	}
+	ns, err := server.NewServer(so)
 	if err != nil {
 		return fmt.Errorf("cnats: new server %s: %w", s.cfg.name, err)
 	}

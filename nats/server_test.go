@@ -1,4 +1,4 @@
-package cnats
+package cnats_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -38,7 +40,7 @@ func testCtx(tb testing.TB) context.Context {
 
 func TestServer(t *testing.T) {
 	t.Run("starts with JetStream and sync always by default", func(t *testing.T) {
-		s := RunServer(t)
+		s := natstest.RunServer(t)
 		if !s.Running() {
 			t.Fatal("not running")
 		}
@@ -54,17 +56,17 @@ func TestServer(t *testing.T) {
 		if jc := s.Inner().JetStreamConfig(); jc == nil || !jc.SyncAlways {
 			t.Fatalf("JetStreamConfig.SyncAlways not set: %+v", jc)
 		}
-		if jc := s.Inner().JetStreamConfig(); jc.MaxMemory != DefaultMaxMemory || jc.MaxStore != DefaultMaxStore {
+		if jc := s.Inner().JetStreamConfig(); jc.MaxMemory != cnats.DefaultMaxMemory || jc.MaxStore != cnats.DefaultMaxStore {
 			t.Fatalf("limits = %d/%d", jc.MaxMemory, jc.MaxStore)
 		}
-		_, js := MustConnect(t, s.ClientURL())
+		_, js := natstest.MustConnect(t, s.ClientURL())
 		if _, err := js.AccountInfo(testCtx(t)); err != nil {
 			t.Fatalf("AccountInfo: %v", err)
 		}
 	})
 
 	t.Run("sync always can be turned off", func(t *testing.T) {
-		s, err := StartServer(Options{SyncAlways: Bool(false), SyncInterval: 5 * time.Second})
+		s, err := cnats.StartServer(cnats.Options{SyncAlways: cnats.Bool(false), SyncInterval: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,9 +78,9 @@ func TestServer(t *testing.T) {
 	})
 
 	t.Run("restart keeps a KV value and the URL", func(t *testing.T) {
-		s := RunServer(t)
+		s := natstest.RunServer(t)
 		url := s.ClientURL()
-		nc, js := MustConnect(t, url)
+		nc, js := natstest.MustConnect(t, url)
 		ctx := testCtx(t)
 		kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "T"})
 		if err != nil {
@@ -99,7 +101,7 @@ func TestServer(t *testing.T) {
 		}
 
 		// A fresh connection to the same URL sees the value.
-		_, js2 := MustConnect(t, url)
+		_, js2 := natstest.MustConnect(t, url)
 		kv2, err := js2.KeyValue(ctx, "T")
 		if err != nil {
 			t.Fatal(err)
@@ -122,7 +124,7 @@ func TestServer(t *testing.T) {
 	})
 
 	t.Run("stop then restart", func(t *testing.T) {
-		s := RunServer(t)
+		s := natstest.RunServer(t)
 		s.Stop()
 		s.Stop() // idempotent
 		if s.Running() {
@@ -140,7 +142,7 @@ func TestServer(t *testing.T) {
 	})
 
 	t.Run("shutdown removes a temp store, keeps a given one", func(t *testing.T) {
-		tmp, err := StartServer(Options{})
+		tmp, err := cnats.StartServer(cnats.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,12 +151,12 @@ func TestServer(t *testing.T) {
 		if _, err := os.Stat(tmp.StoreDir()); !os.IsNotExist(err) {
 			t.Fatalf("temp store still there: %v", err)
 		}
-		if err := tmp.Restart(); !errors.Is(err, ErrClosed) {
+		if err := tmp.Restart(); !errors.Is(err, cnats.ErrClosed) {
 			t.Fatalf("Restart after Shutdown = %v, want ErrClosed", err)
 		}
 
 		dir := filepath.Join(t.TempDir(), "store")
-		given, err := StartServer(Options{StoreDir: dir, Name: "given"})
+		given, err := cnats.StartServer(cnats.Options{StoreDir: dir, Name: "given"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,20 +171,20 @@ func TestServer(t *testing.T) {
 	})
 
 	t.Run("port in use fails fast", func(t *testing.T) {
-		s := RunServer(t)
+		s := natstest.RunServer(t)
 		port, err := strconv.Atoi(s.ClientURL()[strings.LastIndex(s.ClientURL(), ":")+1:])
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = StartServer(Options{Port: port})
-		if !errors.Is(err, ErrStartFailed) {
+		_, err = cnats.StartServer(cnats.Options{Port: port})
+		if !errors.Is(err, cnats.ErrStartFailed) {
 			t.Fatalf("err = %v, want ErrStartFailed", err)
 		}
 		t.Logf("%v", err)
 	})
 
 	t.Run("rejects bad options", func(t *testing.T) {
-		for _, o := range []Options{
+		for _, o := range []cnats.Options{
 			{Host: "0.0.0.0"},
 			{Host: "10.1.2.3"},
 			{Port: -2},
@@ -190,7 +192,7 @@ func TestServer(t *testing.T) {
 			{Name: "has space"},
 			{ClusterName: "c", Routes: []string{"::bad"}},
 		} {
-			if _, err := StartServer(o); !errors.Is(err, ErrInvalidOptions) {
+			if _, err := cnats.StartServer(o); !errors.Is(err, cnats.ErrInvalidOptions) {
 				t.Errorf("StartServer(%+v) = %v, want ErrInvalidOptions", o, err)
 			}
 		}
@@ -198,24 +200,24 @@ func TestServer(t *testing.T) {
 }
 
 func TestConnect(t *testing.T) {
-	s := RunServer(t)
+	s := natstest.RunServer(t)
 
 	t.Run("cancelled context", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if _, _, err := Connect(ctx, s.ClientURL()); !errors.Is(err, context.Canceled) {
+		if _, _, err := cnats.Connect(ctx, s.ClientURL()); !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
 	})
 
 	t.Run("nobody listening", func(t *testing.T) {
-		ports, err := freePorts(DefaultHost, 1)
+		ports, err := cnats.FreePorts(cnats.DefaultHost, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		if _, _, err := Connect(ctx, "nats://127.0.0.1:"+strconv.Itoa(ports[0])); err == nil {
+		if _, _, err := cnats.Connect(ctx, "nats://127.0.0.1:"+strconv.Itoa(ports[0])); err == nil {
 			t.Fatal("connected to nothing")
 		}
 	})

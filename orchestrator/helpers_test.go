@@ -13,6 +13,7 @@ import (
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/store"
 	"github.com/nats-io/nats.go"
@@ -44,8 +45,8 @@ func testLockConfig() kvrouting.LockConfig {
 
 func mustEnv(tb testing.TB, lockMod ...func(*kvrouting.LockConfig)) *env {
 	tb.Helper()
-	srv := cnats.RunServer(tb)
-	nc, js := cnats.MustConnect(tb, srv.ClientURL())
+	srv := natstest.RunServer(tb)
+	nc, js := natstest.MustConnect(tb, srv.ClientURL())
 	ctx := context.Background()
 	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Replicas: 1}); err != nil {
 		tb.Fatal(err)

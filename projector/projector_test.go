@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
-	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,8 +44,8 @@ func (p *publisher) emit(id string, body events.Body, after time.Duration) {
 }
 
 func TestProjector(t *testing.T) {
-	srv := cnats.RunServer(t)
-	_, js := cnats.MustConnect(t, srv.ClientURL())
+	srv := natstest.RunServer(t)
+	_, js := natstest.MustConnect(t, srv.ClientURL())
 	ctx := context.Background()
 	if err := orchestrator.Provision(ctx, js, orchestrator.StreamConfig{}); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
@@ -144,8 +145,8 @@ type fuzzEnv struct {
 func newFuzzEnv(tb testing.TB) *fuzzEnv {
 	tb.Helper()
 	ctx := context.Background()
-	ns := cnats.RunServer(tb)
-	nc, js := cnats.MustConnect(tb, ns.ClientURL())
+	ns := natstest.RunServer(tb)
+	nc, js := natstest.MustConnect(tb, ns.ClientURL())
 	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{}); err != nil {
 		tb.Fatalf("ProvisionRouting: %v", err)
 	}

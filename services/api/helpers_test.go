@@ -17,6 +17,7 @@ import (
 
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
@@ -77,8 +78,8 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if opts.tierTTL == 0 {
 		opts.tierTTL = time.Nanosecond
 	}
-	ns := cnats.RunServer(t)
-	nc, js := cnats.MustConnect(t, ns.ClientURL())
+	ns := natstest.RunServer(t)
+	nc, js := natstest.MustConnect(t, ns.ClientURL())
 	ctx := context.Background()
 	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{}); err != nil {
 		t.Fatalf("ProvisionRouting: %v", err)

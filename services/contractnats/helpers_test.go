@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natstest"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/cutover/cutover/services/store"
@@ -27,8 +28,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	s := cnats.RunServer(t)
-	nc, js := cnats.MustConnect(t, s.ClientURL())
+	s := natstest.RunServer(t)
+	nc, js := natstest.MustConnect(t, s.ClientURL())
 	if _, err := contractnats.ProvisionPages(t.Context(), js, 1); err != nil {
 		t.Fatalf("ProvisionPages: %v", err)
 	}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestBinaryDoesNotLinkTesting guards issue 13: test helpers (natstest,
+// contracttest, ...) import package testing, and a production package that
+// imports one of them makes the binary link testing and its flags.
+func TestBinaryDoesNotLinkTesting(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not on PATH")
+	}
+	// One line a package: its import path, then its imports.
+	out, err := exec.Command(gobin, "list", "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", ".").Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	linked := false
+	var importers []string
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if f[0] == "testing" {
+			linked = true
+		}
+		if slices.Contains(f[1:], "testing") {
+			importers = append(importers, f[0])
+		}
+	}
+	if linked {
+		t.Fatalf("the cutover binary links package testing, imported by %v", importers)
+	}
+}
