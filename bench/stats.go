@@ -1,7 +1,7 @@
 // Package bench holds the parts of `cutover bench` that need no running
 // system: summary statistics, CPU accounting, and the store-level suites
 // (validate, the raw side of copy). The in-process suites that drive a whole
-// deployment live in cmd/cutover (bench_*.go), which owns the wiring.
+// deployment live in package bench/suites.
 // Benchmarks measure; nothing here asserts a wall-clock time.
 package bench
 
@@ -31,17 +31,27 @@ type Pct struct {
 
 // Percentiles summarises v (nearest-rank percentiles); empty v gives zeros.
 func Percentiles(v []float64) Pct {
+	avg, q, mx := Quantiles(v, 0.50, 0.99)
+	return Pct{N: len(v), Avg: avg, P50: q[0], P99: q[1], Max: mx}
+}
+
+// Quantiles returns v's average, its nearest-rank quantiles at ps and its
+// maximum; empty v gives zeros.
+func Quantiles(v []float64, ps ...float64) (avg float64, qs []float64, maxV float64) {
+	qs = make([]float64, len(ps))
 	if len(v) == 0 {
-		return Pct{}
+		return 0, qs, 0
 	}
 	s := slices.Clone(v)
 	slices.Sort(s)
-	q := func(p float64) float64 { return s[min(len(s)-1, int(p*float64(len(s))))] }
 	sum := 0.0
 	for _, x := range s {
 		sum += x
 	}
-	return Pct{N: len(s), Avg: sum / float64(len(s)), P50: q(0.50), P99: q(0.99), Max: s[len(s)-1]}
+	for i, p := range ps {
+		qs[i] = s[min(len(s)-1, int(p*float64(len(s))))]
+	}
+	return sum / float64(len(s)), qs, s[len(s)-1]
 }
 
 // Ratio is a/b, or 0 when b is 0 (no meaningful ratio).

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/cutover/cutover/internal/metrics"
+	"github.com/cutover/cutover/internal/system"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -460,9 +462,9 @@ func TestAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := []string{metricPhaseDuration, metricWriteLock, metricMigrations, metricRollbacks, metricValidationFails,
-		metricHTTPResponses, metricHTTPRejected, metricCacheHits, metricCacheMisses, metricReadThroughs,
-		metricMirrorSkips, metricClientRejected, metricClientRecovered, metricClientUnrecov}
+	known := []string{metrics.MetricPhaseDuration, metrics.MetricWriteLock, metrics.MetricMigrations, metrics.MetricRollbacks, metrics.MetricValidationFails,
+		metrics.MetricHTTPResponses, metrics.MetricHTTPRejected, metrics.MetricCacheHits, metrics.MetricCacheMisses, metrics.MetricReadThroughs,
+		metrics.MetricMirrorSkips, metrics.MetricClientRejected, metrics.MetricClientRecovered, metrics.MetricClientUnrecov}
 	used := regexp.MustCompile(`cutover_[a-z0-9_]+`).FindAllString(string(b), -1)
 	if len(used) == 0 {
 		t.Fatal("no cutover metric in alerts.yml")
@@ -476,7 +478,7 @@ func TestAlertRules(t *testing.T) {
 			t.Errorf("alerts.yml uses %s, which cmd/cutover/metrics.go does not export", u)
 		}
 	}
-	for _, want := range []string{metricWriteLock + "_bucket", metricClientUnrecov, "> 25"} {
+	for _, want := range []string{metrics.MetricWriteLock + "_bucket", metrics.MetricClientUnrecov, "> 25"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("alerts.yml lacks %q", want)
 		}
@@ -519,7 +521,7 @@ func TestCheckConfig(t *testing.T) {
 // TestSweepRegions: the service and gateway roles' periodic sweep removes
 // expired tombstones from every store of every region, and only those.
 func TestSweepRegions(t *testing.T) {
-	regions := regionMap{}
+	regions := system.Regions{}
 	for _, name := range []string{"us-east", "eu-west"} {
 		r, err := chat.OpenRegion(chat.RegionOptions{Name: name, InMemory: true, TombstoneTTL: time.Hour})
 		if err != nil {
@@ -550,13 +552,13 @@ func TestSweepRegions(t *testing.T) {
 	if stores == 0 {
 		t.Fatal("no store behind the participants")
 	}
-	if n, err := sweepRegions(regions, time.Now()); err != nil || n != 0 {
+	if n, err := system.SweepRegions(regions, time.Now()); err != nil || n != 0 {
 		t.Fatalf("sweep before expiry: %d, %v", n, err)
 	}
-	if n, err := sweepRegions(regions, time.Now().Add(2*time.Hour)); err != nil || n != stores {
+	if n, err := system.SweepRegions(regions, time.Now().Add(2*time.Hour)); err != nil || n != stores {
 		t.Fatalf("sweep after expiry: %d (want %d), %v", n, stores, err)
 	}
-	if n, err := sweepRegions(regions, time.Now().Add(2*time.Hour)); err != nil || n != 0 {
+	if n, err := system.SweepRegions(regions, time.Now().Add(2*time.Hour)); err != nil || n != 0 {
 		t.Fatalf("second sweep: %d, %v", n, err)
 	}
 }

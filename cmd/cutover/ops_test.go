@@ -19,7 +19,8 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/client"
-	"go.uber.org/fx"
+	"github.com/cutover/cutover/internal/metrics"
+	"github.com/cutover/cutover/internal/system"
 )
 
 // cliSystem is the dev system in process (as startSystem) with the metrics
@@ -31,38 +32,16 @@ type cliSystem struct {
 	lk   *kvrouting.Locker
 }
 
-func startCLISystem(t *testing.T, tweak func(*systemConfig)) *cliSystem {
+func startCLISystem(t *testing.T, tweak func(*system.Config)) *cliSystem {
 	t.Helper()
-	cfg := &systemConfig{InMemory: true, HTTPAddr: "127.0.0.1:0"}
-	if testing.Verbose() {
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	if tweak != nil {
-		tweak(cfg)
-	}
-	if err := cfg.ensureDefaults(); err != nil {
-		t.Fatal(err)
-	}
-	var ep *natsEndpoint
-	var hs *httpServer
-	s := &cliSystem{}
-	app := newApp(nil, systemModule(cfg), apiModule(), orchestratorModule(), metricsModule(true),
-		fx.Populate(&ep, &hs, &s.orch, &s.lk))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		_ = app.Stop(ctx)
+	ts := startSystem(t, func(c *system.Config) {
+		if tweak != nil {
+			tweak(c)
+		}
 	})
-	s.nats, s.api = ep.URL, "http://"+hs.addr
-	return s
+	return &cliSystem{nats: ts.sys.NATSURL, api: ts.api, orch: ts.orch, lk: ts.lk}
 }
 
-// mustClient returns an SDK client as user.
 func mustClient(t *testing.T, api, user string) *client.Client {
 	t.Helper()
 	c, err := client.New(api, "user:"+user)
@@ -306,7 +285,7 @@ func TestOperatorCommands(t *testing.T) {
 			metricRollbacks + `{reason="cancelled"}`:                 1,
 			metricValidationFails + `{reason="count"}`:               0,
 			metricHTTPRejected + `{lock="write-lock"}`:               0,
-			metricCacheHits + `{region="us-east",tier="us-east-t0"}`: 0,
+			metrics.MetricCacheHits + `{region="us-east",tier="us-east-t0"}`: 0,
 			metricReadThroughs + `{region="us-east"}`:                0,
 		}
 		deadline := time.Now().Add(10 * time.Second)
@@ -375,7 +354,7 @@ func TestForceReleaseCommand(t *testing.T) {
 		t.Skip("end to end")
 	}
 	t.Parallel()
-	s := startCLISystem(t, func(c *systemConfig) { c.Orchestrator.ConvergenceBuffer = 5 * time.Minute })
+	s := startCLISystem(t, func(c *system.Config) { c.Orchestrator.ConvergenceBuffer = 5 * time.Minute })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	alice := mustClient(t, s.api, "alice")

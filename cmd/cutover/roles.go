@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,21 +10,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
-	"github.com/cutover/cutover/projector"
 	"github.com/cutover/cutover/services/chat"
-	"github.com/cutover/cutover/services/contractnats"
-	"github.com/cutover/cutover/services/store"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/fx"
 )
 

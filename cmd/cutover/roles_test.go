@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/cutover/cutover/internal/metrics"
+	"github.com/cutover/cutover/projector/httpapi"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -110,7 +112,7 @@ func TestRolesTogether(t *testing.T) {
 		t.Fatalf("migrate: %d %s\n%s", code, errs, out)
 	}
 	id := migrationIDRe.FindString(out)
-	var m migrationJSON
+	var m httpapi.Migration
 	deadline := time.Now().Add(10 * time.Second)
 	for m.Status != "completed" {
 		if time.Now().After(deadline) {
@@ -129,7 +131,7 @@ func TestRolesTogether(t *testing.T) {
 		t.Fatalf("read model %+v", m)
 	}
 	var list struct {
-		Migrations []migrationJSON `json:"migrations"`
+		Migrations []httpapi.Migration `json:"migrations"`
 	}
 	if err := json.Unmarshal([]byte(scrape(t, proj+"/v1/migrations?status=completed")), &list); err != nil || len(list.Migrations) != 1 {
 		t.Fatalf("list: %v %+v", err, list)
@@ -144,29 +146,10 @@ func TestRolesTogether(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !strings.Contains(scrape(t, api+"/metrics"), metricCacheHits) {
+	if !strings.Contains(scrape(t, api+"/metrics"), metrics.MetricCacheHits) {
 		t.Fatal("gateway /metrics lacks the routing cache metrics")
 	}
 	if got, err := alice.GetConversation(ctx, "roles"); err != nil || got.Region != "eu-west" {
 		t.Fatalf("after: %v %+v", err, got)
-	}
-}
-
-func TestValidateRoleApps(t *testing.T) {
-	cfg := &systemConfig{InMemory: true}
-	if err := cfg.ensureDefaults(); err != nil {
-		t.Fatal(err)
-	}
-	ep := &natsEndpoint{URL: "nats://127.0.0.1:4222"}
-	for name, opts := range map[string]fx.Option{
-		"service":      serviceOptions(cfg, ep),
-		"orchestrator": orchestratorOptions(cfg, ep, ""),
-		"projector":    projectorOptions(cfg, ep, ""),
-		"gateway":      gatewayOptions(cfg, ep),
-		"dev+metrics":  fx.Options(systemModule(cfg), apiModule(), orchestratorModule(), metricsModule(true)),
-	} {
-		if err := fx.ValidateApp(opts, fx.NopLogger); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
 	"github.com/cutover/cutover/services/client"
-	"go.uber.org/fx"
+	"github.com/cutover/cutover/internal/system"
 )
 
 // testSystem starts the whole dev system in process (embedded NATS, two
@@ -23,45 +23,26 @@ type testSystem struct {
 	orch *orchestrator.Client
 	proj *projector.Projector
 	lk   *kvrouting.Locker
+	sys  *system.System
 }
 
-func startSystem(t *testing.T, mods ...func(*systemConfig)) *testSystem {
+func startSystem(t *testing.T, mods ...func(*system.Config)) *testSystem {
 	t.Helper()
-	cfg := &systemConfig{InMemory: true, HTTPAddr: "127.0.0.1:0"}
+	cfg := system.Config{InMemory: true}
 	for _, m := range mods {
-		m(cfg)
+		m(&cfg)
 	}
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	if err := cfg.ensureDefaults(); err != nil {
-		t.Fatal(err)
-	}
-	var hs *httpServer
-	ts := &testSystem{}
-	app := newApp(nil, systemModule(cfg), apiModule(), orchestratorModule(), metricsModule(true), fx.Populate(&hs, &ts.orch, &ts.proj, &ts.lk))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := app.Start(ctx); err != nil {
+	sys, err := system.Start(ctx, cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		_ = app.Stop(ctx)
-	})
-	ts.api = "http://" + hs.addr
-	return ts
-}
-
-func TestValidateApp(t *testing.T) {
-	cfg := &systemConfig{InMemory: true}
-	if err := cfg.ensureDefaults(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fx.ValidateApp(systemModule(cfg), apiModule(), orchestratorModule(), fx.NopLogger); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = sys.Close() })
+	return &testSystem{api: sys.APIURL, orch: sys.Orch, proj: sys.Projector, lk: sys.Locker, sys: sys}
 }
 
 // TestMigrateThroughTheStack: a conversation with messages, a reaction and a

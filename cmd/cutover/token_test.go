@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/cutover/cutover/internal/system"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ func TestSignedTokens(t *testing.T) {
 		t.Skip("starts the system")
 	}
 	const secret = "a-gateway-secret-of-32-bytes-xyz"
-	s := startSystem(t, func(c *systemConfig) { c.AuthSecret = secret })
+	s := startSystem(t, func(c *system.Config) { c.AuthSecret = secret })
 	post := func(tok string) int {
 		req, _ := http.NewRequest("POST", s.api+"/v1/conversations", strings.NewReader(`{"title":"t"}`))
 		req.Header.Set("Authorization", "Bearer "+tok)

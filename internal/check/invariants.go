@@ -8,6 +8,7 @@ package check
 
 import (
 	"encoding/json"
+	"io"
 	"fmt"
 )
 
@@ -97,5 +98,23 @@ func (inv Invariants) Failures() []string {
 func (inv *Invariants) sample(format string, a ...any) {
 	if len(inv.Samples) < 12 {
 		inv.Samples = append(inv.Samples, fmt.Sprintf(format, a...))
+	}
+}
+
+// Print writes the invariants as an indented table, then the samples.
+func (inv Invariants) Print(w io.Writer) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
+	p("  lost acknowledged writes               %d", inv.LostWrites)
+	p("  resurrected deletes                    %d", inv.Resurrected)
+	p("  writes at a non-authoritative location %d", inv.DualAuthorityWrites)
+	p("  partial cutovers                       %d", inv.PartialCutovers)
+	p("  orphaned locks                         %d", inv.OrphanedLocks)
+	p("  resources not at the target            %d", inv.NotAtTarget)
+	p("  migrations not completed/rolled back   %d", inv.NotClean)
+	p("  operations with a stale token          %d (by paused holders after expiry: %d)", inv.StaleTokenOps, inv.PausedHolderOps)
+	p("  longest write fence                    %.0f ms (write-lock expiry %.0f ms)", inv.MaxWriteFenceMs, inv.WriteLockExpiryMs)
+	p("  (writes whose reply never came, found applied: %d; messages no client sent: %d; both allowed)", inv.Uncertain, inv.Unacknowledged)
+	for _, x := range inv.Samples {
+		p("    %s", x)
 	}
 }
