@@ -279,14 +279,14 @@ func TestOperatorCommands(t *testing.T) {
 
 	t.Run("metrics", func(t *testing.T) {
 		want := map[string]float64{
-			metricPhaseDuration + `_count{phase="total"}`:            21, // ops1 and the tenant's 20
-			metricWriteLock + `_count`:                               21,
-			metricMigrations + `{outcome="completed"}`:               21,
-			metricRollbacks + `{reason="cancelled"}`:                 1,
-			metricValidationFails + `{reason="count"}`:               0,
-			metricHTTPRejected + `{lock="write-lock"}`:               0,
+			metrics.MetricPhaseDuration + `_count{phase="total"}`:            21, // ops1 and the tenant's 20
+			metrics.MetricWriteLock + `_count`:                               21,
+			metrics.MetricMigrations + `{outcome="completed"}`:               21,
+			metrics.MetricRollbacks + `{reason="cancelled"}`:                 1,
+			metrics.MetricValidationFails + `{reason="count"}`:               0,
+			metrics.MetricHTTPRejected + `{lock="write-lock"}`:               0,
 			metrics.MetricCacheHits + `{region="us-east",tier="us-east-t0"}`: 0,
-			metricReadThroughs + `{region="us-east"}`:                0,
+			metrics.MetricReadThroughs + `{region="us-east"}`:                0,
 		}
 		deadline := time.Now().Add(10 * time.Second)
 		for {

@@ -138,7 +138,7 @@ func TestRolesTogether(t *testing.T) {
 	}
 	for {
 		body := scrape(t, proj+"/metrics")
-		if v, _ := sample(body, metricPhaseDuration+`_count{phase="total"}`); v == 1 {
+		if v, _ := sample(body, metrics.MetricPhaseDuration+`_count{phase="total"}`); v == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
