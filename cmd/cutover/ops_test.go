@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,11 +15,11 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/internal/metrics"
+	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/client"
-	"github.com/cutover/cutover/internal/metrics"
-	"github.com/cutover/cutover/internal/system"
 )
 
 // cliSystem is the dev system in process (as startSystem) with the metrics

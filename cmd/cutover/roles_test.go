@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/cutover/cutover/internal/metrics"
-	"github.com/cutover/cutover/projector/httpapi"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/internal/metrics"
+	"github.com/cutover/cutover/projector/httpapi"
+
 	"github.com/cutover/cutover/services/client"
-	"go.uber.org/fx"
 )
 
 // syncBuffer is an output a role writes to while the test reads it.

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
 	"github.com/cutover/cutover/services/client"
-	"github.com/cutover/cutover/internal/system"
 )
 
 // testSystem starts the whole dev system in process (embedded NATS, two
