@@ -1,149 +1,31 @@
-//go:build ignore
-
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/internal/check"
+	"github.com/cutover/cutover/internal/proctest"
+	"github.com/cutover/cutover/internal/system"
+	"github.com/cutover/cutover/internal/workload"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/client"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // clusterEnv enables TestClusterTopology (make cluster-test sets it); the
 // test starts real processes and takes about a minute, so `make test`
 // skips it.
 const clusterEnv = "CUTOVER_CLUSTER_TEST"
-
-// proc is one `cutover` process of the topology.
-type proc struct {
-	name      string
-	cmd       *exec.Cmd
-	out, errs syncBuffer
-	done      chan struct{}
-	waitErr   error
-}
-
-func startProc(t *testing.T, bin, name string, args ...string) *proc {
-	t.Helper()
-	p := &proc{name: name, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.errs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { p.waitErr = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-			t.Errorf("%s did not stop on SIGTERM", name)
-		}
-		if t.Failed() {
-			t.Logf("--- %s stdout:\n%s\n--- %s stderr (tail):\n%s", name, p.out.String(), name, tail(p.errs.String(), 40))
-		}
-	})
-	return p
-}
-
-// kill ends the process at once (SIGKILL): a crash, not a shutdown.
-func (p *proc) kill(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatalf("kill %s: %v", p.name, err)
-	}
-	<-p.done
-}
-
-// await returns the first submatch of re in the process's stdout.
-func (p *proc) await(t *testing.T, re string, within time.Duration) string {
-	t.Helper()
-	rx := regexp.MustCompile(re)
-	deadline := time.Now().Add(within)
-	for {
-		if m := rx.FindStringSubmatch(p.out.String()); m != nil {
-			return m[len(m)-1]
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited (%v):\n%s\n%s", p.name, p.waitErr, p.out.String(), tail(p.errs.String(), 40))
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %q within %s:\n%s\n%s", p.name, re, within, p.out.String(), tail(p.errs.String(), 40))
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// freeLoopbackPorts returns n distinct free ports on 127.0.0.1.
-func freeLoopbackPorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		_ = l.Close()
-	}
-	return ports
-}
-
-// cutoverBinary is $CUTOVER_BIN, or the package built once into dir.
-func cutoverBinary(t *testing.T, dir string) string {
-	t.Helper()
-	if b := os.Getenv("CUTOVER_BIN"); b != "" {
-		abs, err := filepath.Abs(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return abs
-	}
-	bin := filepath.Join(dir, "cutover")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // TestClusterTopology runs the topology of DESIGN.md "Scaling out" as
 // separate `cutover` processes on loopback — three `nats` nodes forming a
@@ -164,7 +46,7 @@ func TestClusterTopology(t *testing.T) {
 	}
 	start := time.Now()
 	dir := t.TempDir()
-	bin := cutoverBinary(t, dir)
+	bin := proctest.Binary(t, dir)
 	const (
 		nConvs   = 20
 		nSeed    = 15 // messages per conversation
@@ -189,44 +71,35 @@ func TestClusterTopology(t *testing.T) {
 	creds := func(user string) []string {
 		return []string{"--nats-user", user, "--nats-password", "pw-" + user, "--nats-ca", pki.CA}
 	}
-	ports := freeLoopbackPorts(t, 8)
+	ports := proctest.FreePorts(t, 8)
 	cport, route := ports[0:3], ports[3:6]
 	gwPort, projPort := ports[6], ports[7]
 
 	// NATS: three nodes, each routing to the other two.
-	var nodes []*proc
-	var urls []string
+	var nodes []*proctest.Proc
 	for i := range 3 {
-		var routes []string
-		for j := range 3 {
-			if j != i {
-				routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", route[j]))
-			}
-		}
-		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", cport[i]))
-		nodes = append(nodes, startProc(t, bin, fmt.Sprintf("nats-%d", i), "nats", "--name", fmt.Sprintf("n%d", i),
-			"--port", strconv.Itoa(cport[i]), "--store", filepath.Join(dir, fmt.Sprintf("n%d", i)),
-			"--cluster-name", "cutover", "--cluster-port", strconv.Itoa(route[i]), "--routes", strings.Join(routes, ","),
-			"--users", usersFile, "--tls-cert", pki.ServerCert, "--tls-key", pki.ServerKey, "--tls-ca", pki.CA, "--route-tls"))
+		args := append(proctest.NATSNode("cutover", dir, i, cport, route),
+			"--users", usersFile, "--tls-cert", pki.ServerCert, "--tls-key", pki.ServerKey, "--tls-ca", pki.CA, "--route-tls")
+		nodes = append(nodes, proctest.Start(t, bin, fmt.Sprintf("nats-%d", i), args...))
 	}
 	for _, n := range nodes {
-		n.await(t, `(Ctrl-C to stop)`, 30*time.Second)
+		n.Await(t, `(Ctrl-C to stop)`, 30*time.Second)
 	}
-	natsURL := strings.Join(urls, ",")
+	natsURL := proctest.ClientURLs(cport)
 
-	gw := startProc(t, bin, "gateway", append([]string{"gateway", "--nats", natsURL, "--regions", source + "," + target,
+	gw := proctest.Start(t, bin, "gateway", append([]string{"gateway", "--nats", natsURL, "--regions", source + "," + target,
 		"--http", fmt.Sprintf("127.0.0.1:%d", gwPort), "--data", filepath.Join(dir, "gateway"), "--log-level", "debug"}, creds("gw")...)...)
-	api := "http://" + gw.await(t, `HTTP API\s+http://(\S+)`, 90*time.Second)
-	var orchs []*proc
+	api := "http://" + gw.Await(t, `HTTP API\s+http://(\S+)`, 90*time.Second)
+	var orchs []*proctest.Proc
 	for i := range 2 {
-		o := startProc(t, bin, fmt.Sprintf("orchestrator-%d", i), append([]string{"orchestrator", "--nats", natsURL, "--api", api, "--workers", "2", "--log-level", "debug"}, creds("orch")...)...)
-		orchs = append(orchs, o)
+		orchs = append(orchs, proctest.Start(t, bin, fmt.Sprintf("orchestrator-%d", i),
+			append([]string{"orchestrator", "--nats", natsURL, "--api", api, "--workers", "2", "--log-level", "debug"}, creds("orch")...)...))
 	}
 	for _, o := range orchs {
-		o.await(t, `(cutover orchestrator)`, 90*time.Second)
+		o.Await(t, `(cutover orchestrator)`, 90*time.Second)
 	}
-	pr := startProc(t, bin, "projector", append([]string{"projector", "--nats", natsURL, "--http", fmt.Sprintf("127.0.0.1:%d", projPort), "--log-level", "debug"}, creds("proj")...)...)
-	pr.await(t, `(cutover projector)`, 90*time.Second)
+	pr := proctest.Start(t, bin, "projector", append([]string{"projector", "--nats", natsURL, "--http", fmt.Sprintf("127.0.0.1:%d", projPort), "--log-level", "debug"}, creds("proj")...)...)
+	pr.Await(t, `(cutover projector)`, 90*time.Second)
 	t.Logf("topology up in %.1f s: NATS %s, API %s", time.Since(start).Seconds(), natsURL, api)
 
 	// Typically 30 s end to end; the bound leaves room for a loaded machine.
@@ -242,128 +115,40 @@ func TestClusterTopology(t *testing.T) {
 	}
 	defer nc.Close()
 
-	// Every lock token the routing documents ever carry, to check the logs.
-	var tokMu sync.Mutex
-	tokens := map[kvrouting.Token]bool{}
-	kv, err := js.KeyValue(ctx, cnats.RoutingBucket)
+	// Every routing revision, for the lock analysis and the log check.
+	obs, err := check.Watch(ctx, js)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Stop() }()
-	go func() {
-		for e := range w.Updates() {
-			if e == nil {
-				continue
-			}
-			d, err := kvrouting.DecodeDocument(e.Value(), e.Revision())
-			if err != nil {
-				continue
-			}
-			tokMu.Lock()
-			for _, l := range []kvrouting.Lock{d.Primary.Lock} {
-				if l.Token != "" {
-					tokens[l.Token] = true
-				}
-			}
-			if d.Secondary != nil && d.Secondary.Lock.Token != "" {
-				tokens[d.Secondary.Lock.Token] = true
-			}
-			tokMu.Unlock()
-		}
-	}()
+	defer obs.Stop()
 
-	// Seed.
+	// Seed, then traffic through the SDK with the workload's one mix.
 	seedStart := time.Now()
 	users := make([]string, nUsers)
 	for i := range users {
 		users[i] = fmt.Sprintf("u%d", i)
 	}
+	led := workload.NewLedger()
 	seeder := mustClient(t, api, "seed")
-	led := &ledger{msgs: map[string]map[string]*msgState{}}
-	convs := make([]string, nConvs)
+	convs := make([]workload.Conv, nConvs)
 	for i := range convs {
-		convs[i] = fmt.Sprintf("cl-%02d", i)
-		if _, err := seeder.CreateConversation(ctx, client.NewConversation{ID: convs[i], Title: convs[i], Members: users}); err != nil {
-			t.Fatalf("seed: %v", err)
-		}
-		for j := range nSeed {
-			id, text := fmt.Sprintf("s%03d", j), fmt.Sprintf("seed %d of %s", j, convs[i])
-			if _, err := seeder.PostMessage(ctx, convs[i], client.NewMessage{ID: id, Text: text}); err != nil {
-				t.Fatalf("seed: %v", err)
-			}
-			led.set(convs[i], id, msgState{text: text})
-		}
+		convs[i] = workload.Conv{ID: fmt.Sprintf("cl-%02d", i), Size: nSeed}
 	}
-
+	if err := (workload.Seeder{Client: seeder, Users: users, Ledger: led}).All(ctx, convs, nil); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
 	t.Logf("seeded %d conversations in %.1f s", nConvs, time.Since(seedStart).Seconds())
-
-	// Traffic: posts, edits, deletes and reads through the SDK, as the demo.
-	trafficCtx, stopTraffic := context.WithCancel(ctx)
-	defer stopTraffic()
-	var acked, failed atomic.Int64
-	var twg sync.WaitGroup
-	var clients []*client.Client
-	for ui, u := range users {
-		c := mustClient(t, api, u)
-		clients = append(clients, c)
-		twg.Go(func() {
-			r := rand.New(rand.NewPCG(7, uint64(ui)))
-			own := map[string][]string{}
-			n := 0
-			for trafficCtx.Err() == nil {
-				conv := convs[r.IntN(len(convs))]
-				x := r.IntN(100)
-				var err error
-				switch {
-				case x < 50:
-					n++
-					id, text := fmt.Sprintf("%s-%05d", u, n), fmt.Sprintf("live %d from %s", n, u)
-					if _, err = c.PostMessage(trafficCtx, conv, client.NewMessage{ID: id, Text: text}); err == nil {
-						led.set(conv, id, msgState{text: text})
-						own[conv] = append(own[conv], id)
-					} else {
-						led.uncertain(conv, id, text, false)
-					}
-				case x < 65 && len(own[conv]) > 0:
-					id := own[conv][r.IntN(len(own[conv]))]
-					text := fmt.Sprintf("edited %d by %s", r.IntN(1e6), u)
-					if _, err = c.EditMessage(trafficCtx, conv, id, text); err == nil {
-						led.set(conv, id, msgState{text: text})
-					} else {
-						led.uncertain(conv, id, text, false)
-					}
-				case x < 75 && len(own[conv]) > 0:
-					i := r.IntN(len(own[conv]))
-					id := own[conv][i]
-					if _, err = c.DeleteMessage(trafficCtx, conv, id); err == nil {
-						led.set(conv, id, msgState{deleted: true})
-						own[conv] = slices.Delete(own[conv], i, i+1)
-					} else {
-						led.uncertain(conv, id, "", true)
-					}
-				default:
-					_, err = c.ListMessages(trafficCtx, conv, client.ListOptions{Limit: 20})
-				}
-				switch {
-				case err == nil:
-					acked.Add(1)
-				case trafficCtx.Err() != nil, errors.Is(err, client.ErrUnrecovered):
-				default:
-					failed.Add(1)
-				}
-				time.Sleep(time.Duration(3+r.IntN(5)) * time.Millisecond)
-			}
-		})
+	ids := workload.IDs(convs)
+	tr, err := workload.StartTraffic(ctx, workload.TrafficConfig{APIs: []string{api}, Users: users, Convs: workload.NewConvSet(ids...), Seed: 7, Ledger: led})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer tr.Stop()
 	time.Sleep(300 * time.Millisecond)
 
 	// The tenant move, with a NATS node and an orchestrator killed in it.
-	resources := make([]string, len(convs))
-	for i, c := range convs {
+	resources := make([]string, len(ids))
+	for i, c := range ids {
 		resources[i] = "conv/" + c
 	}
 	orch := orchestrator.NewClient(nc, js)
@@ -380,8 +165,8 @@ func TestClusterTopology(t *testing.T) {
 		}
 		if !killed && err == nil && st.Fanout != nil && (st.Fanout.Finished() >= 2 || time.Since(migStart) > 3*time.Second) {
 			t.Logf("%.1f s into the move (%d/%d finished): SIGKILL nats-2 and orchestrator-0", time.Since(migStart).Seconds(), st.Fanout.Finished(), nConvs)
-			nodes[2].kill(t)
-			orchs[0].kill(t)
+			nodes[2].Kill(t)
+			orchs[0].Kill(t)
 			killed = true
 		}
 		if ctx.Err() != nil {
@@ -392,14 +177,8 @@ func TestClusterTopology(t *testing.T) {
 	t.Logf("tenant move %s: %s in %.1f s (completed %d, failed %d, dropped %d)", tid, st.Status, time.Since(migStart).Seconds(),
 		st.Fanout.Completed, st.Fanout.Failed, st.Fanout.Dropped)
 	time.Sleep(500 * time.Millisecond) // traffic after the cutover lands at the target
-	stopTraffic()
-	twg.Wait()
-	var rejected, recovered, unrecovered int64
-	for _, c := range clients {
-		s := c.Stats()
-		rejected, recovered, unrecovered = rejected+s.Rejected423, recovered+s.Recovered, unrecovered+s.Unrecovered
-	}
-	t.Logf("traffic: %d acknowledged, %d failed otherwise; 423: %d rejected, %d recovered, %d unrecovered", acked.Load(), failed.Load(), rejected, recovered, unrecovered)
+	ts := tr.Stop()
+	t.Logf("traffic: %d acknowledged, %d failed otherwise; 423: %d rejected, %d recovered, %d unrecovered", ts.Acknowledged, ts.FailedOther, ts.Rejected423, ts.Recovered, ts.Unrecovered)
 	if !killed {
 		t.Fatal("the move ended before the faults were injected")
 	}
@@ -407,85 +186,50 @@ func TestClusterTopology(t *testing.T) {
 		t.Fatalf("tenant move: %s, %+v", st.Status, *st.Fanout)
 	}
 
-	// Invariants, from what the clients saw acknowledged and the routing
-	// documents read from the stream leader.
+	// Invariants (internal/check), from what the clients saw acknowledged,
+	// the routing documents read from the stream leader and the observed
+	// revisions; no store access across processes.
 	checkStart := time.Now()
-	defer func() { t.Logf("invariant check took %.1f s", time.Since(checkStart).Seconds()) }()
 	rs, err := kvrouting.NewStore(ctx, nc, js, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bad []string
-	led.mu.Lock()
-	defer led.mu.Unlock()
-	for _, conv := range convs {
-		res := kvrouting.Resource{Kind: chat.KindConversation, ID: conv}
-		doc, err := rs.GetLeader(ctx, res)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if doc.Primary.Region != target {
-			bad = append(bad, fmt.Sprintf("%s not at the target: %s", conv, doc.Primary.Region))
-		}
-		if !doc.Primary.Lock.IsZero() {
-			bad = append(bad, fmt.Sprintf("%s: orphaned lock %s", conv, doc.Primary.Lock.Type))
-		}
-		if doc.Secondary == nil || doc.Secondary.Region != source || doc.Secondary.Lock.Type != kvrouting.LockSecondary {
-			bad = append(bad, fmt.Sprintf("%s: old location not a locked secondary: %+v", conv, doc.Secondary))
-		}
-		seen := map[string]string{}
-		for m, err := range seeder.AllMessages(ctx, conv, client.ListOptions{Limit: 200}) {
-			if err != nil {
-				t.Fatalf("read %s: %v", conv, err)
-			}
-			seen[m.ID] = m.Text
-		}
-		for id, s := range led.msgs[conv] {
-			text, ok := seen[id]
-			switch {
-			case !ok && (s.deleted || s.maybeDeleted):
-			case ok && !s.deleted && text == s.text:
-			case ok && slices.Contains(s.maybe, text):
-			case s.deleted && ok:
-				bad = append(bad, fmt.Sprintf("resurrected %s/%s: %q", conv, id, text))
-			default:
-				bad = append(bad, fmt.Sprintf("lost %s/%s: want %q, present=%v text %q", conv, id, s.text, ok, text))
-			}
-		}
-		for id := range seen {
-			if _, ok := led.msgs[conv][id]; !ok {
-				bad = append(bad, fmt.Sprintf("unacknowledged %s/%s", conv, id))
-			}
-		}
+	var timings system.Config // the roles run with the default timings
+	if err := timings.EnsureDefaults(); err != nil {
+		t.Fatal(err)
 	}
-	if len(bad) > 0 {
-		if len(bad) > 20 {
-			bad = bad[:20]
-		}
-		t.Fatalf("invariants violated:\n%s", strings.Join(bad, "\n"))
+	rep, err := check.Run(ctx, check.Config{Ledger: led, Convs: ids, Reader: seeder, Routing: rs.GetLeader,
+		Source: source, Target: target, Observer: obs, ClockSkew: timings.ClockSkew, WriteLease: timings.Locks.WriteLease,
+		Migrations: st.Children, Orch: orch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("invariant check took %.1f s", time.Since(checkStart).Seconds())
+	inv := rep.Invariants
+	if bad := inv.Failures(); len(bad) > 0 || inv.Unacknowledged != 0 {
+		t.Fatalf("invariants violated: %v (unacknowledged present: %d)\n%s", bad, inv.Unacknowledged, strings.Join(inv.Samples, "\n"))
 	}
 
 	// Lock tokens are never logged whole (kvrouting.Token.LogValue).
-	tokMu.Lock()
-	toks := len(tokens)
+	var bad []string
+	tokens := obs.Tokens()
 	logBytes := 0
-	for _, p := range append(append([]*proc{gw, pr}, orchs...), nodes...) {
-		logs := p.errs.String() + p.out.String() // copied once: the debug logs are large
+	for _, p := range append(append([]*proctest.Proc{gw, pr}, orchs...), nodes...) {
+		logs := p.Stderr() + p.Stdout() // copied once: the debug logs are large
 		logBytes += len(logs)
 		for tok := range tokens {
 			if strings.Contains(logs, string(tok)) {
-				bad = append(bad, fmt.Sprintf("%s logged token %s whole", p.name, tok.Redacted()))
+				bad = append(bad, fmt.Sprintf("%s logged token %s whole", p.Name, tok.Redacted()))
 			}
 		}
 	}
-	tokMu.Unlock()
-	if toks == 0 {
+	if len(tokens) == 0 {
 		t.Fatal("no lock token seen in the routing documents")
 	}
 	if len(bad) > 0 {
 		t.Fatal(strings.Join(bad, "\n"))
 	}
-	t.Logf("invariants hold for %d conversations; %d lock tokens, none in %d bytes of logs; total %.1f s", nConvs, toks, logBytes, time.Since(start).Seconds())
+	t.Logf("invariants hold for %d conversations; %d lock tokens, none in %d bytes of logs; total %.1f s", nConvs, len(tokens), logBytes, time.Since(start).Seconds())
 }
 
 // TestSecureRoles runs the roles against a `cutover nats` that requires
