@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/cutover/cutover/internal/metrics"
-	"github.com/cutover/cutover/internal/system"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cutover/cutover/internal/metrics"
+	"github.com/cutover/cutover/internal/system"
 	"net"
 	"net/url"
 	"os"

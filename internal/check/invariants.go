@@ -8,8 +8,8 @@ package check
 
 import (
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 )
 
 // Invariants are the checked properties; every count must be 0 and the
