@@ -199,8 +199,7 @@ func TestClusterTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := check.Run(ctx, check.Config{Ledger: led, Convs: ids, Reader: seeder, Routing: rs.GetLeader,
-		Source: source, Target: target, Observer: obs, ClockSkew: timings.ClockSkew, WriteLease: timings.Locks.WriteLease,
-		Migrations: st.Children, Orch: orch})
+		Source: source, Target: target, Observer: obs, ClockSkew: timings.ClockSkew, WriteLease: timings.Locks.WriteLease})
 	if err != nil {
 		t.Fatal(err)
 	}
