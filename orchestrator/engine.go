@@ -246,7 +246,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 	case events.PhasePreLocked:
 		// Algorithm 1 line 3: a durable wait; a timer that fires early is
 		// re-armed for the remainder ("never less than").
-		if w.cfg.Fencing == FencingReadOnly { // bench baseline: writes refused from the pre-lock on
+		if w.fencing.WriteFenceAtPreLock() { // bench baseline: writes refused from the pre-lock on
 			if _, err := w.fence(ctx, st, store.FenceWrite, st.LockExpiry); err != nil {
 				return w.transient(st, err)
 			}
@@ -265,12 +265,12 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 	case events.PhaseHardDeleteLocked:
 		// The backstop: the hard-delete fence at every source endpoint
 		// before the historical export starts (DESIGN.md "Two layers"). A
-		// bench baseline strategy may set the write fence here instead; the
+		// bench baseline policy may set the write fence here instead; the
 		// event still records the Phase 2 fence (it starts the historical copy).
 		if o, bad := w.verify(ctx, st, res); bad {
 			return o
 		}
-		names, err := w.fence(ctx, st, w.phase2Fence(), st.LockExpiry)
+		names, err := w.fence(ctx, st, w.fencing.Phase2Fence(), st.LockExpiry)
 		if err != nil {
 			return w.transient(st, err)
 		}
@@ -292,7 +292,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 			}
 			w.remember(st, d)
 			if exp := d.Primary.Lock.Expiry; exp.After(st.LockExpiry) {
-				if _, err := w.fence(ctx, st, w.phase2Fence(), exp); err != nil {
+				if _, err := w.fence(ctx, st, w.fencing.Phase2Fence(), exp); err != nil {
 					return w.transient(st, err)
 				}
 				return outcome{body: events.Renewed{Expiry: exp}}
@@ -415,8 +415,8 @@ func (w *Worker) escalateHardDelete(ctx context.Context, st *events.State, res k
 	w.remember(st, d)
 	ev := events.HardDeleteLocked{Expiry: d.Primary.Lock.Expiry, At: at}
 	// The backstop fence before the historical export starts (DESIGN.md
-	// "Two layers"); a bench baseline strategy may set the write fence.
-	if names, err := w.fence(ctx, st, w.phase2Fence(), ev.Expiry); err == nil {
+	// "Two layers"); a bench baseline policy may set the write fence.
+	if names, err := w.fence(ctx, st, w.fencing.Phase2Fence(), ev.Expiry); err == nil {
 		ev.Fenced, ev.Services = true, names
 	} else {
 		w.log.Info("hard-delete fence deferred to its own step", "migration", st.ID, "err", err)

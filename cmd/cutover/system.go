@@ -56,6 +56,9 @@ type systemConfig struct {
 	Workers      int
 	InMemory     bool
 	Logger       *slog.Logger
+
+	// WorkerOptions are given to every worker (bench baselines only).
+	WorkerOptions []orchestrator.WorkerOption
 }
 
 func (c *systemConfig) ensureDefaults() error {
@@ -182,7 +185,7 @@ func provideWorkers(lc fx.Lifecycle, cfg *systemConfig, nc *nats.Conn, js jetstr
 	for i := 0; i < cfg.Workers; i++ {
 		oc := cfg.Orchestrator
 		oc.Locker, oc.Directory, oc.Logger = lk, dir, cfg.Logger
-		w, err := orchestrator.NewWorker(nc, js, oc)
+		w, err := orchestrator.NewWorker(nc, js, oc, cfg.WorkerOptions...)
 		if err != nil {
 			return nil, err
 		}
