@@ -1,6 +1,16 @@
 package orchestrator
 
-import "github.com/cutover/cutover/services/store"
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/store"
+)
 
 // FencePolicy decides the store fences a worker sets at the source before
 // Phase 3 (paper 001 Table 4). The protocol's policy (ProtocolFencing) is
@@ -36,3 +46,34 @@ var _ FencePolicy = protocolFencing{}
 
 func (protocolFencing) WriteFenceAtPreLock() bool     { return false }
 func (protocolFencing) Phase2Fence() store.FenceLevel { return store.FenceHardDelete }
+
+// fence sets a fence of level, expiring at the lock's expiry plus the
+// enforcers' skew, at every source endpoint; it returns their services.
+func (w *Worker) fence(ctx context.Context, st *events.State, level store.FenceLevel, expiry time.Time) ([]string, error) {
+	res, _ := kvrouting.ParseResource(st.Resource)
+	eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
+	if err != nil {
+		return nil, err
+	}
+	f := services.FenceFor(level, st.Token, expiry, w.skew)
+	// Every service's fence at once: the step (and in Phase 3 the write
+	// fence users feel) waits for the slowest, not for their sum.
+	errs := make([]error, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() {
+			if err := ep.SetFence(ctx, st.Resource, f); err != nil {
+				errs[i] = fmt.Errorf("fence %s at %s/%s: %w", level, ep.Region(), ep.Service(), err)
+			}
+		})
+	}
+	wg.Wait()
+	names := make([]string, 0, len(eps))
+	for i, ep := range eps {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		names = append(names, ep.Service())
+	}
+	return names, nil
+}
