@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/kvrouting"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -149,86 +148,47 @@ func (w *Worker) takeBackground(ctx context.Context) (release func(), ok bool) {
 	return func() { t.Stop(); give() }, true
 }
 
-// writeLocked reports whether a migration in phase p holds the write lock
-// (Phase 3: writes at the resource are refused until the swap).
-func writeLocked(p events.Phase) bool {
-	switch p {
-	case events.PhaseWriteLocked, events.PhaseDelta, events.PhaseValidated:
-		return true
-	}
-	return false
-}
-
-// beforeSwap reports whether a phase may still roll back.
-func beforeSwap(p events.Phase) bool {
-	switch p {
-	case events.PhaseSwapped, events.PhaseCleanupScheduled, events.PhaseRolledBack, events.PhaseDone, events.PhaseTenant:
-		return false
-	}
-	return true
-}
-
-// step takes the next step of st, paper 001 Algorithm 1 (§4.5): each
-// phase's action is one method, one file per phase (phase_*.go). Every
-// side effect is idempotent, so a step replayed after a crash or a lost
-// race is harmless.
+// step takes the next step of st, paper 001 Algorithm 1 (§4.5): nextAction
+// decides from the folded state which action runs, and each runs as one
+// method, one file per phase (phase_*.go). Every side effect is
+// idempotent, so a step replayed after a crash or a lost race is harmless.
 func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 	now := w.cfg.Clock()
-	if st.Fanout != nil {
+	d := nextAction(st, now, limits{phaseRetries: w.cfg.PhaseRetries, skew: w.skew})
+	res := d.res
+	switch d.action {
+	case actTenant:
 		return w.tenantStep(ctx, st, now)
-	}
-	if st.Status.Terminal() {
-		if st.Status == events.StatusCompleted && !st.SourceCleaned && st.Source != "" {
-			return w.cleanSource(ctx, st, now) // line 20, once the window has passed
-		}
+	case actAck:
 		return outcome{ack: true}
-	}
-	res, err := kvrouting.ParseResource(st.Resource)
-	if err != nil {
-		return outcome{body: events.Failed{Reason: "invalid resource: " + err.Error()}}
-	}
-	if beforeSwap(st.Phase) {
-		if st.Abort != "" {
-			return w.rollback(ctx, st, res, st.Abort)
-		}
-		if st.Failures >= w.cfg.PhaseRetries { // paper 001 §3.5: 3 transient failures, then roll back
-			return w.rollback(ctx, st, res, fmt.Sprintf("%d transient failures in %s: %s", st.Failures, st.Phase, st.Reason))
-		}
-	}
-	switch st.Phase {
-	case events.PhaseRequested: // Phase 1: line 2
+	case actFail:
+		return outcome{body: events.Failed{Reason: d.reason}}
+	case actRollback: // lines 15–17
+		return w.rollback(ctx, st, res, d.reason)
+	case actPreLock: // Phase 1: line 2
 		return w.preLock(ctx, st, res, now)
-	case events.PhasePreLocked: // line 3, then line 5
+	case actAwaitConvergence: // line 3, then line 5
 		return w.awaitConvergence(ctx, st, res, now)
-	case events.PhaseConverged: // Phase 2: line 5 (logs written before the escalation joined the wait's step)
+	case actEscalateHardDelete: // Phase 2: line 5
 		return w.escalateHardDeleteAndFence(ctx, st, res, now)
-	case events.PhaseHardDeleteLocked: // line 5's fence
+	case actFenceHardDelete: // line 5's fence
 		return w.fenceHardDelete(ctx, st, res)
-	case events.PhaseHistorical: // lines 6–10, then Phase 3: line 12
+	case actHistorical: // lines 6–10, then Phase 3: line 12
 		return w.historical(ctx, st, res, now)
-	case events.PhaseWriteLocked: // line 12's fence
-		if w.writeExpired(st, now) {
-			return w.rollback(ctx, st, res, "write lock expired")
-		}
+	case actFenceWrite: // line 12's fence
 		return w.fenceWrite(ctx, st, res)
-	case events.PhaseDelta: // line 13, then lines 14–19
-		// paper 001 §4.1.3: the write lock is never extended; reaching its
-		// expiry aborts the attempt.
-		if w.writeExpired(st, now) {
-			return w.rollback(ctx, st, res, "write lock expired")
-		}
+	case actDelta: // line 13, then lines 14–19
 		return w.delta(ctx, st, res)
-	case events.PhaseValidated: // Phase 4: line 19
+	case actSwap: // Phase 4: line 19
 		return w.cutover(ctx, st, res)
-	case events.PhaseSwapped: // line 20
+	case actScheduleCleanup: // line 20
 		return w.scheduleCleanup(ctx, st)
-	case events.PhaseCleanupScheduled:
+	case actComplete:
 		return w.complete(ctx, st, now)
-	case events.PhaseRolledBack: // line 16
-		if st.Cancelled || st.Attempt >= st.MaxAttempts {
-			return outcome{body: events.Failed{Reason: st.Reason}}
-		}
+	case actCleanSource: // line 20, once the window has passed
+		return w.cleanSource(ctx, st, now)
+	case actReschedule: // line 16
 		return w.reschedule(st, now)
 	}
-	return outcome{body: events.Failed{Reason: fmt.Sprintf("unknown phase %q", st.Phase)}}
+	return outcome{body: events.Failed{Reason: fmt.Sprintf("no step for action %s", d.action)}}
 }

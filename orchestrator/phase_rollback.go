@@ -98,7 +98,7 @@ func (w *Worker) lockErr(ctx context.Context, st *events.State, res kvrouting.Re
 }
 
 // writeExpired reports whether st's write lock has reached its expiry at
-// now, skew early (paper 001 §4.1.3: the expiry is the abort threshold).
+// now (writeLockExpired with the enforcers' skew).
 func (w *Worker) writeExpired(st *events.State, now time.Time) bool {
-	return !now.Before(st.LockExpiry.Add(-w.skew))
+	return writeLockExpired(st, now, w.skew)
 }

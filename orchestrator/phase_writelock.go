@@ -12,7 +12,7 @@ import (
 // Phase 3: write lock and delta catch-up (paper 001 §4.1.3, Algorithm 1
 // lines 11–13; the validation and the swap that end it are in
 // phase_cutover.go). The write lock is never extended: reaching its expiry
-// rolls back (step).
+// rolls back (nextAction).
 
 // escalateWriteAndFence is a fused step, "escalation + fence": it takes
 // the write lock (Algorithm 1 line 12) when the historical copy is done
