@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"testing"
+
+	"github.com/cutover/cutover/services/store"
 )
 
 func TestPercentiles(t *testing.T) {
@@ -37,5 +40,32 @@ func TestRunValidateSmall(t *testing.T) {
 		if !s.Equal || s.Slices == 0 {
 			t.Fatalf("size %d: %+v", s.Messages, s)
 		}
+	}
+}
+
+// TestFencePolicy: every strategy of the fence suite has its policy; the
+// baselines write-fence before Phase 3, the protocol does not.
+func TestFencePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		preLock bool
+		phase2  store.FenceLevel
+	}{
+		{"", false, store.FenceHardDelete},
+		{FencingProtocol, false, store.FenceHardDelete},
+		{FencingDeleteBlocking, false, store.FenceHardDelete},
+		{FencingStopAndCopy, false, store.FenceWrite},
+		{FencingReadOnly, true, store.FenceWrite},
+	} {
+		p, err := FencePolicy(tc.name)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.name, err)
+		}
+		if p.WriteFenceAtPreLock() != tc.preLock || p.Phase2Fence() != tc.phase2 {
+			t.Errorf("%q: write fence at the pre-lock %v, Phase 2 fence %s", tc.name, p.WriteFenceAtPreLock(), p.Phase2Fence())
+		}
+	}
+	if _, err := FencePolicy("optimistic"); !errors.Is(err, ErrUnknownStrategy) {
+		t.Fatalf("unknown strategy: %v", err)
 	}
 }

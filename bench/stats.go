@@ -1,7 +1,9 @@
 // Package bench holds the parts of `cutover bench` that need no running
-// system: summary statistics, CPU accounting, and the store-level suites
-// (validate, the raw side of copy). The in-process suites that drive a whole
-// deployment live in package bench/suites.
+// system: summary statistics, CPU accounting, the store-level suites
+// (validate, the raw side of copy), and the fencing strategies the fence
+// suite runs the orchestrator with (fencing.go). The in-process suites
+// that drive a whole deployment are here too (suite_*.go), on
+// internal/system and internal/workload.
 // Benchmarks measure; nothing here asserts a wall-clock time.
 package bench
 

@@ -106,15 +106,6 @@ type Config struct {
 	// its event is appended; a non-nil error simulates a crash that loses
 	// the event (tests).
 	BeforeAppend func(st *events.State, next events.Body) error
-	// Fencing selects the fencing strategy: FencingProtocol ("", the
-	// default) or a baseline for `cutover bench fence` (strategy.go).
-	Fencing string
-	// NoHolderCache makes every lock transition read the routing document
-	// first instead of using the holder's cached document (bench only:
-	// `cutover bench reads`).
-	NoHolderCache bool
-
-	holder *holderCache // the holder's cached documents (EnsureDefaults)
 }
 
 // EnsureDefaults fills zero fields with the defaults.
@@ -161,12 +152,6 @@ func (c *Config) EnsureDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Fencing == "" {
-		c.Fencing = FencingProtocol
-	}
-	if c.holder == nil {
-		c.holder = processHolders // shared by the workers of one process
-	}
 }
 
 // Validate reports missing or inconsistent settings (after EnsureDefaults)
@@ -184,7 +169,7 @@ func (c *Config) Validate() error {
 	if c.PhaseRetries < 1 || c.MaxAttempts < 1 || c.Parallel < 1 || c.Partitions < 1 || c.BackgroundSteps < 1 || c.PagesPerStep < 1 {
 		return fmt.Errorf("%w: retries, attempts, parallelism, background steps, pages per step and partitions must be positive", ErrInvalid)
 	}
-	return validFencing(c.Fencing)
+	return nil
 }
 
 // withDefaultTimeout applies DefaultStepTimeout when ctx has no deadline.

@@ -39,18 +39,40 @@ type Worker struct {
 	// background holds a slot per running step of a migration not in
 	// Phase 3 (Config.BackgroundSteps).
 	background chan struct{}
+	// fencing decides the source fences before Phase 3 (WithFencePolicy).
+	fencing FencePolicy
+	// holders is the holder's document cache (nil: WithoutHolderCache).
+	holders *holderCache
 }
 
-// NewWorker returns a worker; the streams must exist (Provision). Errors:
-// ErrInvalid for a bad config.
-func NewWorker(nc *nats.Conn, js jetstream.JetStream, cfg Config) (*Worker, error) {
+// NewWorker returns a worker; the streams must exist (Provision). opts are
+// for `cutover bench` only (worker_options.go). Errors: ErrInvalid for a bad
+// config or conflicting options.
+func NewWorker(nc *nats.Conn, js jetstream.JetStream, cfg Config, opts ...WorkerOption) (*Worker, error) {
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	var o workerOptions
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: nil worker option", ErrInvalid)
+		}
+		if err := opt.configureWorker(&o); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Worker{nc: nc, js: js, cfg: cfg, skew: cfg.Locker.Config().ClockSkew, log: cfg.Logger,
-		ctx: ctx, cancel: cancel, done: make(chan struct{}), background: make(chan struct{}, cfg.BackgroundSteps)}, nil
+	w := &Worker{nc: nc, js: js, cfg: cfg, skew: cfg.Locker.Config().ClockSkew, log: cfg.Logger,
+		ctx: ctx, cancel: cancel, done: make(chan struct{}), background: make(chan struct{}, cfg.BackgroundSteps),
+		fencing: o.fencing, holders: processHolders}
+	if w.fencing == nil {
+		w.fencing = ProtocolFencing()
+	}
+	if o.noHolderCache {
+		w.holders = nil
+	}
+	return w, nil
 }
 
 // Done is closed when Run has returned.

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cutover/cutover/bench"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
@@ -28,7 +29,10 @@ import (
 // Everything runs with the durable default: one embedded JetStream node
 // with sync_interval always, Pebble fsync per commit (bench.DurableSingle).
 type benchEnvOptions struct {
-	Fencing       string
+	// Fencing is the fencing strategy (bench.FencePolicy; "": the protocol).
+	Fencing string
+	// NoHolderCache runs the workers without the holder's cached document
+	// (orchestrator.WithoutHolderCache).
 	NoHolderCache bool
 	// Tiers, ReplicationBound and ConvergenceBuffer set the convergence
 	// delay (zero: the dev defaults of systemConfig).
@@ -91,9 +95,15 @@ func startBenchEnv(ctx context.Context, o benchEnvOptions, stdout io.Writer) (*b
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	policy, err := bench.FencePolicy(o.Fencing)
+	if err != nil {
+		return fail(err)
+	}
+	cfg.WorkerOptions = []orchestrator.WorkerOption{orchestrator.WithFencePolicy(policy)}
+	if o.NoHolderCache {
+		cfg.WorkerOptions = append(cfg.WorkerOptions, orchestrator.WithoutHolderCache())
+	}
 	cfg.Orchestrator.CleanupWindow = 10 * time.Minute
-	cfg.Orchestrator.Fencing = o.Fencing
-	cfg.Orchestrator.NoHolderCache = o.NoHolderCache
 	cfg.Orchestrator.ConvergenceBuffer = o.ConvergenceBuffer
 	cfg.Orchestrator.Parallel = o.Parallel
 	cfg.Orchestrator.BackgroundSteps = o.BackgroundSteps

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cutover/cutover/bench"
 	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/orchestrator"
 )
 
 // fenceStrategy is one strategy's measurement.
@@ -33,13 +32,13 @@ type fenceStrategy struct {
 func fenceWindows(strategy string, st *events.State) (write, del float64) {
 	end := st.SwappedAt
 	switch strategy {
-	case orchestrator.FencingStopAndCopy:
+	case bench.FencingStopAndCopy:
 		w := msBetween(st.HardDeleteAt, end)
 		return w, w
-	case orchestrator.FencingReadOnly:
+	case bench.FencingReadOnly:
 		w := msBetween(st.PreLockedAt, end)
 		return w, w
-	case orchestrator.FencingDeleteBlocking:
+	case bench.FencingDeleteBlocking:
 		return msBetween(st.WriteLockedAt, end), msBetween(st.HardDeleteAt, end)
 	}
 	w := msBetween(st.WriteLockedAt, end)
@@ -56,7 +55,7 @@ func benchFence(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	clients := fs.Int("clients", 6, "concurrent users driving live traffic")
 	conc := fs.Int("concurrency", 8, "migrations in flight")
 	warmup := fs.Bool("warmup", true, "first migrate a tiny workload once, unmeasured (the first run in a process is slower)")
-	strategies := fs.String("strategies", strings.Join([]string{orchestrator.FencingProtocol, orchestrator.FencingStopAndCopy, orchestrator.FencingReadOnly, orchestrator.FencingDeleteBlocking}, ","), "strategies to run (protocol first)")
+	strategies := fs.String("strategies", strings.Join([]string{bench.FencingProtocol, bench.FencingStopAndCopy, bench.FencingReadOnly, bench.FencingDeleteBlocking}, ","), "strategies to run (protocol first)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -64,8 +63,8 @@ func benchFence(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("%w: --conversations >= 3, --big, --clients, --concurrency >= 1", errUsage)
 	}
 	list := strings.Split(*strategies, ",")
-	if list[0] != orchestrator.FencingProtocol {
-		return fmt.Errorf("%w: --strategies must start with %s", errUsage, orchestrator.FencingProtocol)
+	if list[0] != bench.FencingProtocol {
+		return fmt.Errorf("%w: --strategies must start with %s", errUsage, bench.FencingProtocol)
 	}
 	say := func(s string) { fmt.Fprintln(stderr, "bench fence:", s) }
 	mix := paperMix(*big)
@@ -77,7 +76,7 @@ func benchFence(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *warmup {
 		say("warm-up (not measured)")
-		if _, err := fenceRun(ctx, orchestrator.FencingProtocol, mixConvs("warm", 3, paperMix(min(*big, 100)), 2), users[:1], *conc, say); err != nil {
+		if _, err := fenceRun(ctx, bench.FencingProtocol, mixConvs("warm", 3, paperMix(min(*big, 100)), 2), users[:1], *conc, say); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
@@ -104,7 +103,7 @@ func benchFence(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			m["write_avg_"+c.Name] = bench.Ratio(r.WriteBlockedMs[c.Name].Avg, ours.WriteBlockedMs[c.Name].Avg)
 		}
 		ratios[r.Strategy] = m
-		if r.Strategy == orchestrator.FencingStopAndCopy {
+		if r.Strategy == bench.FencingStopAndCopy {
 			res.Ratio = m["write_p99_"+bigClass]
 		}
 	}

@@ -91,7 +91,7 @@ func benchReads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			"mix " + *mixName + ": the baseline's reads grow with the steps a migration takes (one check per copy step and per lock step), ours do not; since the lock steps record their fences and the swap its validation (fewer steps), a 10-message conversation takes 8 checks, not 10",
 			"every migration checks that it still holds its lock before each call that acts under it (fences, each export/import page, validation: kvrouting.Locker.Verify), and every lock transition is a conditional write",
 			"ours: the holder's cached document (the last document this migration wrote; it is the lock's only writer) answers those checks and is the revision the conditional writes expect, so only the pre-lock reads (it has no document yet); paper 000 §8 reports ~90 % fewer routing reads from the same optimisation",
-			"baseline (orchestrator.Config.NoHolderCache): every check and every transition reads the document from the leader first, the paper's design before that optimisation",
+			"baseline (orchestrator.WithoutHolderCache): every check and every transition reads the document from the leader first, the paper's design before that optimisation",
 		}}
 	if ours.ReadsPerMigration == 0 && base.ReadsPerMigration > 0 {
 		r.Ratio = base.ReadsPerMigration // no reads at all: report the baseline's count

@@ -63,6 +63,9 @@ type Config struct {
 	NoEventMetrics bool
 	InMemory       bool
 	Logger         *slog.Logger
+	// WorkerOptions are given to every worker (bench baselines only:
+	// bench.FencePolicy, orchestrator.WithoutHolderCache).
+	WorkerOptions []orchestrator.WorkerOption
 }
 
 // EnsureDefaults fills zero fields with the dev defaults and checks the

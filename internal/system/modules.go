@@ -124,7 +124,7 @@ func provideWorkers(cfg *Config, nc *nats.Conn, js jetstream.JetStream, lk *kvro
 func NewWorker(cfg *Config, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir orchestrator.Directory) (*orchestrator.Worker, error) {
 	oc := cfg.Orchestrator
 	oc.Locker, oc.Directory, oc.Logger = lk, dir, cfg.Logger
-	return orchestrator.NewWorker(nc, js, oc)
+	return orchestrator.NewWorker(nc, js, oc, cfg.WorkerOptions...)
 }
 
 func provideProjector(cfg *Config, js jetstream.JetStream, actors *Actors) *projector.Projector {

@@ -1,0 +1,7 @@
+package bench
+
+import "errors"
+
+// ErrUnknownStrategy is returned by FencePolicy for a name that is not a
+// fencing strategy.
+var ErrUnknownStrategy = errors.New("bench: unknown fencing strategy")

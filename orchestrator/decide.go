@@ -1,0 +1,160 @@
+package orchestrator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+)
+
+// action is what a step does next: one method of the phase engine. Which
+// one runs follows from the folded state alone (nextAction); the method
+// then does its phase's I/O and decides its own waits.
+type action uint8
+
+const (
+	actFail               action = iota + 1 // record Failed
+	actAck                                  // nothing left to do: acknowledge the work
+	actTenant                               // a tenant fan-out's step (tenant.go)
+	actCleanSource                          // line 20: delete the source once the window has passed
+	actRollback                             // lines 15–16
+	actPreLock                              // Phase 1, line 2
+	actAwaitConvergence                     // line 3, then line 5
+	actEscalateHardDelete                   // Phase 2, line 5 (the wait's step did not)
+	actFenceHardDelete                      // the hard-delete fence the escalation's step did not set
+	actHistorical                           // lines 6–10, then line 12
+	actFenceWrite                           // Phase 3: the write fence the escalation's step did not set
+	actDelta                                // line 13, then lines 14–19
+	actSwap                                 // Phase 4, line 19, after a validation recorded on its own
+	actScheduleCleanup                      // line 20, after a swap that could not schedule it
+	actComplete                             // the migration's end (children started first)
+	actReschedule                           // line 16: "retry the migration later with a fresh lock"
+)
+
+var actionNames = [...]string{
+	actFail: "fail", actAck: "ack", actTenant: "tenant", actCleanSource: "clean-source",
+	actRollback: "rollback", actPreLock: "pre-lock", actAwaitConvergence: "await-convergence",
+	actEscalateHardDelete: "escalate-hard-delete", actFenceHardDelete: "fence-hard-delete",
+	actHistorical: "historical", actFenceWrite: "fence-write", actDelta: "delta", actSwap: "swap",
+	actScheduleCleanup: "schedule-cleanup", actComplete: "complete", actReschedule: "reschedule",
+}
+
+func (a action) String() string {
+	if int(a) < len(actionNames) && actionNames[a] != "" {
+		return actionNames[a]
+	}
+	return fmt.Sprintf("action(%d)", uint8(a))
+}
+
+// decision is the next step of a migration.
+type decision struct {
+	action action
+	// reason is the Failed or RolledBack reason (actFail, actRollback).
+	reason string
+	// res is the migration's resource, parsed (every action of a
+	// migration that is neither terminal nor a tenant fan-out).
+	res kvrouting.Resource
+}
+
+// limits are the settings nextAction decides by.
+type limits struct {
+	// phaseRetries is Config.PhaseRetries.
+	phaseRetries int
+	// skew is the lock enforcers' clock skew: the engine treats the write
+	// lock as expired that much early.
+	skew time.Duration
+}
+
+// nextAction decides from the folded state which action of paper 001
+// Algorithm 1 the step at now takes. The guards come first, in this order:
+// a terminal migration only cleans its source (line 20) or ends; before
+// the swap an abort (a cancel, a failed validation) or PhaseRetries
+// transient failures in one phase roll back (§3.5, lines 15–16); in Phase 3
+// a write lock at its expiry rolls back, because it is never extended
+// (§4.1.3). After the swap nothing rolls back. It is pure; the cases are
+// in testdata/decide.txt.
+func nextAction(st *events.State, now time.Time, lim limits) decision {
+	if st.Fanout != nil {
+		return decision{action: actTenant}
+	}
+	if st.Status.Terminal() {
+		if st.Status == events.StatusCompleted && !st.SourceCleaned && st.Source != "" {
+			return decision{action: actCleanSource}
+		}
+		return decision{action: actAck}
+	}
+	res, err := kvrouting.ParseResource(st.Resource)
+	if err != nil {
+		return decision{action: actFail, reason: "invalid resource: " + err.Error()}
+	}
+	act := func(a action) decision { return decision{action: a, res: res} }
+	rollback := func(reason string) decision { return decision{action: actRollback, reason: reason, res: res} }
+	if beforeSwap(st.Phase) {
+		if st.Abort != "" {
+			return rollback(st.Abort)
+		}
+		if st.Failures >= lim.phaseRetries { // paper 001 §3.5: 3 transient failures, then roll back
+			return rollback(fmt.Sprintf("%d transient failures in %s: %s", st.Failures, st.Phase, st.Reason))
+		}
+	}
+	switch st.Phase {
+	case events.PhaseRequested:
+		return act(actPreLock)
+	case events.PhasePreLocked:
+		return act(actAwaitConvergence)
+	case events.PhaseConverged: // logs written before the escalation joined the wait's step
+		return act(actEscalateHardDelete)
+	case events.PhaseHardDeleteLocked:
+		return act(actFenceHardDelete)
+	case events.PhaseHistorical:
+		return act(actHistorical)
+	case events.PhaseWriteLocked:
+		if writeLockExpired(st, now, lim.skew) {
+			return rollback("write lock expired")
+		}
+		return act(actFenceWrite)
+	case events.PhaseDelta:
+		if writeLockExpired(st, now, lim.skew) {
+			return rollback("write lock expired")
+		}
+		return act(actDelta)
+	case events.PhaseValidated:
+		return act(actSwap)
+	case events.PhaseSwapped:
+		return act(actScheduleCleanup)
+	case events.PhaseCleanupScheduled:
+		return act(actComplete)
+	case events.PhaseRolledBack:
+		if st.Cancelled || st.Attempt >= st.MaxAttempts {
+			return decision{action: actFail, reason: st.Reason, res: res}
+		}
+		return act(actReschedule)
+	}
+	return decision{action: actFail, reason: fmt.Sprintf("unknown phase %q", st.Phase), res: res}
+}
+
+// beforeSwap reports whether a phase may still roll back.
+func beforeSwap(p events.Phase) bool {
+	switch p {
+	case events.PhaseSwapped, events.PhaseCleanupScheduled, events.PhaseRolledBack, events.PhaseDone, events.PhaseTenant:
+		return false
+	}
+	return true
+}
+
+// writeLocked reports whether a migration in phase p holds the write lock
+// (Phase 3: writes at the resource are refused until the swap).
+func writeLocked(p events.Phase) bool {
+	switch p {
+	case events.PhaseWriteLocked, events.PhaseDelta, events.PhaseValidated:
+		return true
+	}
+	return false
+}
+
+// writeLockExpired reports whether st's write lock has reached its expiry
+// at now, skew early (paper 001 §4.1.3: the expiry is the abort threshold).
+func writeLockExpired(st *events.State, now time.Time, skew time.Duration) bool {
+	return !now.Before(st.LockExpiry.Add(-skew))
+}

@@ -1,0 +1,79 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/store"
+)
+
+// FencePolicy decides the store fences a worker sets at the source before
+// Phase 3 (paper 001 Table 4). The protocol's policy (ProtocolFencing) is
+// the default; other policies exist so that `cutover bench fence` can
+// migrate one workload each way and measure what the paper could only
+// infer (paper 001 §6.5); they live with the bench (package bench), and a
+// worker is given one with WithFencePolicy. Phase 3's write fence and the
+// post-swap fence are the protocol's in every policy. Implementations must
+// be safe for concurrent use.
+type FencePolicy interface {
+	// WriteFenceAtPreLock reports whether the source is write fenced from
+	// the pre-lock on: set on the first step after the PreLocked event,
+	// before the convergence wait (the routing lock cannot be a write lock
+	// before convergence, paper 000 §4.1, so the store fence alone carries
+	// the block). The protocol: false (paper 001 §4.1.1).
+	WriteFenceAtPreLock() bool
+	// Phase2Fence is the fence level set at the source for the historical
+	// copy, with the hard-delete lock and each renewal of it. The event
+	// still records the hard-delete fence (it starts the historical copy).
+	// The protocol: store.FenceHardDelete, deletes become tombstones and
+	// writes flow (paper 001 §4.1.2, §4.3).
+	Phase2Fence() store.FenceLevel
+}
+
+// ProtocolFencing returns the protocol's fence policy, the default: the
+// source is hard-delete fenced in Phase 2 and write fenced only in Phase 3
+// (paper 001 Algorithm 1).
+func ProtocolFencing() FencePolicy { return protocolFencing{} }
+
+type protocolFencing struct{}
+
+var _ FencePolicy = protocolFencing{}
+
+func (protocolFencing) WriteFenceAtPreLock() bool     { return false }
+func (protocolFencing) Phase2Fence() store.FenceLevel { return store.FenceHardDelete }
+
+// fence sets a fence of level, expiring at the lock's expiry plus the
+// enforcers' skew, at every source endpoint; it returns their services.
+func (w *Worker) fence(ctx context.Context, st *events.State, level store.FenceLevel, expiry time.Time) ([]string, error) {
+	res, _ := kvrouting.ParseResource(st.Resource)
+	eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
+	if err != nil {
+		return nil, err
+	}
+	f := services.FenceFor(level, st.Token, expiry, w.skew)
+	// Every service's fence at once: the step (and in Phase 3 the write
+	// fence users feel) waits for the slowest, not for their sum.
+	errs := make([]error, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() {
+			if err := ep.SetFence(ctx, st.Resource, f); err != nil {
+				errs[i] = fmt.Errorf("fence %s at %s/%s: %w", level, ep.Region(), ep.Service(), err)
+			}
+		})
+	}
+	wg.Wait()
+	names := make([]string, 0, len(eps))
+	for i, ep := range eps {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		names = append(names, ep.Service())
+	}
+	return names, nil
+}

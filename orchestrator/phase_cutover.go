@@ -1,0 +1,260 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/store"
+)
+
+// The end of Phase 3 and Phase 4: pre-cutover validation, atomic cutover,
+// source cleanup (paper 001 §4.1.4, §5.3, Algorithm 1 lines 14–20).
+
+// cutover is the only way to the swap, Algorithm 1 lines 14–19: validate
+// the copy (line 14), abort on a failed validation or an expired write
+// lock (lines 15–17), swap (line 19). It is reached from the Delta phase
+// when no delta page is left, from the step that copied the last delta
+// pages (lastDeltaValidateSwap), and from the Validated phase, whose
+// validation a Validated event already recorded: that one swaps at once.
+//
+// A failed validation is recorded (Validated, not OK): it sets the abort,
+// and the next step rolls back (line 16).
+func (w *Worker) cutover(ctx context.Context, st *events.State, res kvrouting.Resource) outcome {
+	if st.Phase == events.PhaseValidated {
+		return w.swap(ctx, st, res, nil)
+	}
+	if o, bad := w.verify(ctx, st, res); bad {
+		return o
+	}
+	v := w.validate(ctx, st)
+	if w.writeExpired(st, w.cfg.Clock()) && v.OK {
+		return w.rollback(ctx, st, res, "write lock expired")
+	}
+	if !v.OK {
+		return outcome{body: v}
+	}
+	return w.swap(ctx, st, res, &v)
+}
+
+// lastDeltaValidateSwap is a fused step, "last delta + validate + swap":
+// it goes on from a delta copy step whose pages (o) finished the delta of
+// every service, and validates and swaps in the same step (cutover); the
+// Swapped event checkpoints the pages too. The write-blocked window is
+// then two synced appends (write lock with its fence; deltas, validation
+// and swap) instead of three. Pages that leave some delta to copy, or a
+// write lock at its expiry, are recorded alone; so is anything short of a
+// swap (a rollback records itself), and the next step validates again.
+func (w *Worker) lastDeltaValidateSwap(ctx context.Context, st *events.State, res kvrouting.Resource, o outcome) outcome {
+	var deltas []events.DeltaCopied
+	switch b := o.body.(type) {
+	case events.DeltaCopied:
+		deltas = []events.DeltaCopied{b}
+	case events.DeltasCopied:
+		deltas = b.Pages
+	default:
+		return o // a failure: nothing copied
+	}
+	after := st.Clone()
+	for _, d := range deltas {
+		applyDelta(after, d)
+	}
+	if len(after.Pending(true)) > 0 || w.writeExpired(st, w.cfg.Clock()) {
+		return o
+	}
+	tail := w.cutover(ctx, after, res)
+	switch b := tail.body.(type) {
+	case events.Swapped:
+		b.Deltas = deltas
+		return outcome{body: b}
+	case events.RolledBack:
+		return tail
+	}
+	return o
+}
+
+// swap fences the old location for after the swap and swaps (Algorithm 1
+// line 19); only cutover calls it. v is the validation this step has just passed, recorded in the
+// Swapped event (nil when a Validated event recorded it). A transient
+// failure after such a validation records the validation (the Validated
+// phase then retries the swap and counts its failures); a lost or expired
+// lock rolls back.
+//
+// When the swap is done the step also clears the previous migration's
+// post-swap fence at the new primary and schedules the cleanup, so one
+// Swapped event records all of it; if the clear fails, the Swapped phase
+// retries it.
+func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resource, v *events.Validated) outcome {
+	fail := func(o outcome) outcome {
+		if _, transient := o.body.(events.StepFailed); transient && v != nil {
+			return outcome{body: *v}
+		}
+		return o
+	}
+	// The old location's post-swap fence goes up BEFORE the swap: the
+	// write fence of Phase 3 ends with the write lock, and a post-swap
+	// fence set in a later step left a gap after a slow swap in which a
+	// stale cache could land a write at the old location (found by
+	// `cutover chaos`: an acknowledged write lost). If the swap then
+	// fails, the rollback clears it (and retires the token, so a late
+	// copy of this request cannot fence the source again).
+	if o, bad := w.verify(ctx, st, res); bad {
+		return fail(o)
+	}
+	if _, err := w.fence(ctx, st, store.FenceWrite, w.cfg.Clock().Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
+		return fail(w.transient(st, err))
+	}
+	// Line 19: ONE conditional write. A swap replayed after a crash is
+	// recognised by kvrouting (our token on the old location).
+	_, err := w.cfg.Locker.Swap(ctx, res, kvrouting.Token(st.Token), w.cached(st))
+	if o, bad := w.lockErr(ctx, st, res, err); bad {
+		return fail(o)
+	}
+	w.remember(st, nil) // the lock is gone: nothing more to cache
+	ev := events.Swapped{Validation: v}
+	if err := w.clearPreviousFence(ctx, st); err == nil {
+		ev.CleanupAt = w.cfg.Clock().Add(w.cfg.CleanupWindow) // line 20
+	} else {
+		w.log.Info("previous fence clear deferred to its own step", "migration", st.ID, "err", err)
+	}
+	return outcome{body: ev}
+}
+
+// scheduleCleanup is the Swapped phase, a swap recorded without a cleanup
+// schedule (its step could not clear the previous migration's post-swap
+// fence, or a rollback found the swap done): clear that fence, then
+// schedule the source cleanup (Algorithm 1 line 20). The old location is already write-fenced
+// (locked secondary) until the source is cleaned up: the fence went up
+// before the swap. Moving back: the previous migration left its post-swap
+// fence at what is now our primary. Our swap made that region
+// authoritative, so the fence must go, or users would get 423 there until
+// it lapses.
+func (w *Worker) scheduleCleanup(ctx context.Context, st *events.State) outcome {
+	if err := w.clearPreviousFence(ctx, st); err != nil {
+		return w.transient(st, err)
+	}
+	return outcome{body: events.CleanupScheduled{At: st.SwappedAt.Add(w.cfg.CleanupWindow)}} // line 20
+}
+
+// complete is the CleanupScheduled phase: the migration completes once
+// every child migration it discovered has been started (line 9).
+func (w *Worker) complete(ctx context.Context, st *events.State, now time.Time) outcome {
+	if o, ok := w.startChild(ctx, st); ok {
+		return o
+	}
+	return outcome{body: events.Completed{Figures: figures(st, now)}}
+}
+
+// cleanSource deletes the data at the source of a completed migration once
+// the cleanup window has passed (paper 001 §4.1.4, Algorithm 1 line 20).
+// Never a region the resource has come back to (or is moving back to): its
+// data there is live again.
+func (w *Worker) cleanSource(ctx context.Context, st *events.State, now time.Time) outcome {
+	if now.Before(st.CleanupAt) {
+		return waitFor(st.CleanupAt.Sub(now))
+	}
+	res, _ := kvrouting.ParseResource(st.Resource)
+	doc, err := w.cfg.Locker.Get(ctx, res)
+	if err != nil {
+		return waitFor(w.cfg.RetryBackoff)
+	}
+	if doc.Primary.Region == st.Source || doc.Target == st.Source {
+		w.log.Info("source cleanup skipped: the resource is back at its old source", "migration", st.ID, "region", st.Source)
+		return outcome{body: events.CleanedUp{Records: 0}}
+	}
+	n, err := w.cleanup(ctx, st, st.Source)
+	if err != nil {
+		return waitFor(w.cfg.RetryBackoff)
+	}
+	return outcome{body: events.CleanedUp{Records: n}}
+}
+
+// clearPreviousFence clears, at st.Target (our new primary), the post-swap
+// fence left there by the last migration that moved the resource away from
+// st.Target. That migration is found by walking back the chain of previous
+// migrations (each records the one before it; rolled-back ones and moves
+// between other regions are stepped over); its token is in its state.
+func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State) error {
+	id, seen := st.Previous, map[string]bool{st.ID: true}
+	var prev *events.State
+	for depth := 0; id != "" && !seen[id] && depth < 32; depth++ {
+		seen[id] = true
+		p, _, err := Load(ctx, w.nc, id)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// Swapped is enough: the swap is the commit point, and the
+		// migration's Completed can come well after it (its worker killed
+		// after the swap, or its next step still queued) while this move
+		// back has already swapped. Requiring Completed left the fence up
+		// for its whole hour (found by `cutover chaos`: a fence "held by
+		// another token" at a primary, three times in a row).
+		swapped := p.Status == events.StatusCompleted || !p.SwappedAt.IsZero()
+		if p.Source == st.Target && swapped && p.Token != "" {
+			prev = p
+			break
+		}
+		id = p.Previous
+	}
+	if prev == nil {
+		return nil
+	}
+	res, _ := kvrouting.ParseResource(st.Resource)
+	eps, err := w.cfg.Directory.Endpoints(ctx, st.Target, res.Kind)
+	if err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		if err := ep.ClearFence(ctx, st.Resource, prev.Token); err != nil {
+			if services.ToError(err).Code == services.CodeConflict {
+				continue // a fence of another token: not the previous migration's to clear
+			}
+			return fmt.Errorf("clear previous fence at %s/%s: %w", ep.Region(), ep.Service(), err)
+		}
+	}
+	return nil
+}
+
+// cleanup deletes the resource at every endpoint of region.
+func (w *Worker) cleanup(ctx context.Context, st *events.State, region string) (int, error) {
+	res, _ := kvrouting.ParseResource(st.Resource)
+	eps, err := w.cfg.Directory.Endpoints(ctx, region, res.Kind)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, ep := range eps {
+		n, err := ep.Cleanup(ctx, st.Resource)
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// figures computes the Completed event's measurements (paper 001 §6.2).
+func figures(st *events.State, now time.Time) events.Figures {
+	ms := func(a, b time.Time) int64 {
+		if a.IsZero() || b.IsZero() {
+			return 0
+		}
+		return b.Sub(a).Milliseconds()
+	}
+	recs := 0
+	for _, p := range st.Services {
+		recs += p.Records
+	}
+	return events.Figures{
+		PreLockMs: ms(st.AttemptAt, st.ConvergedAt), HistoricalMs: ms(st.HardDeleteAt, st.WriteLockedAt),
+		WriteLockMs: ms(st.WriteLockedAt, st.SwappedAt), CutoverMs: ms(st.SwappedAt, now),
+		TotalMs: ms(st.RequestedAt, now), Attempts: st.Attempt, Records: recs,
+	}
+}

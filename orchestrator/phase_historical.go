@@ -1,0 +1,143 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/store"
+)
+
+// Phase 2: hard-delete lock and historical copy (paper 001 §4.1.2,
+// Algorithm 1 lines 4–10).
+
+// escalateHardDeleteAndFence is a fused step, "escalation + fence": it
+// takes the hard-delete lock once the pre-lock has converged (Algorithm 1
+// line 5) and, in the same step, sets the Phase 2 fence at every source
+// endpoint (the hard-delete fence: deletes become tombstones, paper 001
+// §4.3): HardDeleteLocked then records both, and the historical copy
+// starts after one synced append. If the fence fails, the event records
+// the lock alone and the HardDeleteLocked phase sets the fence
+// (fenceHardDelete, counting its failures).
+func (w *Worker) escalateHardDeleteAndFence(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) outcome {
+	tok := kvrouting.Token(st.Token)
+	// Re-read the location: drop a resource already at the target. The
+	// holder's cached document stands in for the read: the escalation's
+	// conditional write proves it current (paper 000 §8).
+	doc := w.cached(st)
+	if doc == nil {
+		d, err := w.cfg.Locker.Get(ctx, res)
+		if err != nil {
+			return w.transient(st, err)
+		}
+		doc = d
+	}
+	if doc.Primary.Region == st.Target {
+		return outcome{body: events.Dropped{Reason: "already at target"}}
+	}
+	if doc.Primary.Lock.Token != tok {
+		return w.rollback(ctx, st, res, "pre-lock lost")
+	}
+	at := w.cfg.Clock()
+	d, err := w.cfg.Locker.EscalateHardDelete(ctx, res, tok, doc) // line 5
+	if errors.Is(err, kvrouting.ErrNotConverged) {
+		return waitFor(doc.Primary.Lock.NotBefore.Add(w.skew).Sub(now))
+	}
+	if o, bad := w.lockErr(ctx, st, res, err); bad {
+		return o
+	}
+	w.remember(st, d)
+	ev := events.HardDeleteLocked{Expiry: d.Primary.Lock.Expiry, At: at}
+	// The backstop fence before the historical export starts (DESIGN.md
+	// "Two layers"); a bench baseline policy may set the write fence.
+	if names, err := w.fence(ctx, st, w.fencing.Phase2Fence(), ev.Expiry); err == nil {
+		ev.Fenced, ev.Services = true, names
+	} else {
+		w.log.Info("hard-delete fence deferred to its own step", "migration", st.ID, "err", err)
+	}
+	return outcome{body: ev}
+}
+
+// fenceHardDelete is the HardDeleteLocked phase: the backstop, the
+// hard-delete fence at every source endpoint before the historical export
+// starts (DESIGN.md "Two layers"), when the escalation's step could not
+// set it. A bench baseline policy may set the write fence here instead;
+// the event still records the Phase 2 fence (it starts the historical
+// copy).
+func (w *Worker) fenceHardDelete(ctx context.Context, st *events.State, res kvrouting.Resource) outcome {
+	if o, bad := w.verify(ctx, st, res); bad {
+		return o
+	}
+	names, err := w.fence(ctx, st, w.fencing.Phase2Fence(), st.LockExpiry)
+	if err != nil {
+		return w.transient(st, err)
+	}
+	return outcome{body: events.Fenced{Level: uint8(store.FenceHardDelete), Services: names}}
+}
+
+// historical is the Historical phase, Algorithm 1 lines 6–10: start the
+// child migrations dependents discovered (line 9), extend the hard-delete
+// lock before it expires (line 8), copy and checkpoint the next pages of
+// every service not done (lines 6–8); once every service's historical copy
+// is done, Phase 3 starts in the same step (line 12).
+func (w *Worker) historical(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) outcome {
+	if o, ok := w.startChild(ctx, st); ok {
+		return o
+	}
+	if o, ok := w.renewHardDelete(ctx, st, res, now); ok {
+		return o
+	}
+	if pending := st.Pending(false); len(pending) > 0 {
+		if o, bad := w.verify(ctx, st, res); bad {
+			return o
+		}
+		return w.copyPages(ctx, st, services.Historical, pending)
+	}
+	return w.escalateWriteAndFence(ctx, st, res)
+}
+
+// renewHardDelete extends the hard-delete lock (and the pre-lock) and the
+// Phase 2 fence with it when the lock is within the renew margin of its
+// expiry (paper 001 §5.2, Algorithm 1 line 8). ok is false when there was
+// nothing to renew, or the renewal did not extend the lock: the step goes
+// on.
+func (w *Worker) renewHardDelete(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) (o outcome, ok bool) {
+	// The margin never exceeds a third of the lease: a margin longer than
+	// the lease would renew on every step.
+	margin := min(w.cfg.RenewMargin, w.cfg.Locker.Config().HardDeleteLease/3)
+	if st.LockExpiry.Sub(now) >= margin {
+		return outcome{}, false
+	}
+	d, err := w.cfg.Locker.Renew(ctx, res, kvrouting.Token(st.Token), w.cached(st))
+	if o, bad := w.lockErr(ctx, st, res, err); bad {
+		return o, true
+	}
+	w.remember(st, d)
+	exp := d.Primary.Lock.Expiry
+	if !exp.After(st.LockExpiry) {
+		return outcome{}, false
+	}
+	if _, err := w.fence(ctx, st, w.fencing.Phase2Fence(), exp); err != nil {
+		return w.transient(st, err), true
+	}
+	return outcome{body: events.Renewed{Expiry: exp}}, true
+}
+
+// startChild starts the first pending child migration, if any (Algorithm 1
+// line 9). The command's Msg-Id and the child's derived id make a replay
+// harmless.
+func (w *Worker) startChild(ctx context.Context, st *events.State) (outcome, bool) {
+	if len(st.PendingChildren) == 0 {
+		return outcome{}, false
+	}
+	child := st.PendingChildren[0]
+	cmd := events.Start{Resource: child, Target: st.Target, Parent: st.ID, Tenant: st.Tenant}
+	cmd.MigrationID = startID("", cmd)
+	if err := sendCommand(ctx, w.js, DeriveID("child-cmd", st.ID, child, st.Token), st.ID, cmd); err != nil {
+		return w.transient(st, err), true
+	}
+	return outcome{body: events.ChildStarted{Resource: child, MigrationID: cmd.MigrationID}}, true
+}

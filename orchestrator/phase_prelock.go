@@ -1,0 +1,62 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services/store"
+)
+
+// Phase 1: pre-lock and routing-cache convergence (paper 001 §4.1.1,
+// Algorithm 1 lines 1–3).
+
+// preLock is Algorithm 1 line 2 (the Requested phase): the pre-lock, which
+// records the target as a locked secondary, and the convergence deadline:
+// the pre-lock's not-before plus ConvergenceBuffer, never less than the
+// replication bound (line 3). The token was persisted first (Requested),
+// so a retry after an unknown outcome recognises its own lock. A fresh
+// attempt first waits out its reschedule backoff (paper 001 §3.5).
+func (w *Worker) preLock(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) outcome {
+	if now.Before(st.WaitUntil) { // reschedule backoff
+		return waitFor(st.WaitUntil.Sub(now))
+	}
+	g, err := w.cfg.Locker.PreLock(ctx, res, st.Target, st.ID, kvrouting.WithToken(kvrouting.Token(st.Token)))
+	switch {
+	case err == nil:
+		w.remember(st, g.Doc)
+		until := g.NotBefore.Add(w.cfg.ConvergenceBuffer)
+		if floor := now.Add(w.cfg.ReplicationBound); until.Before(floor) {
+			until = floor // never less than the replication bound
+		}
+		return outcome{body: events.PreLocked{Source: g.Doc.Primary.Region, NotBefore: g.NotBefore, Expiry: g.Expiry, WaitUntil: until, Previous: g.Doc.LastMigrationID}}
+	case errors.Is(err, kvrouting.ErrAtTarget):
+		return outcome{body: events.Dropped{Reason: "already at target"}}
+	case errors.Is(err, kvrouting.ErrLocked):
+		// Another migration holds the resource: the pre-lock is the
+		// arbiter of duplicate starts (paper 000 §5.4).
+		return outcome{body: events.Failed{Reason: "locked by another migration"}}
+	case errors.Is(err, kvrouting.ErrNotFound), errors.Is(err, kvrouting.ErrInvalid):
+		return outcome{body: events.Failed{Reason: err.Error()}}
+	}
+	return w.transient(st, err)
+}
+
+// awaitConvergence is Algorithm 1 line 3 (the PreLocked phase): a durable
+// wait; a timer that fires early is re-armed for the remainder ("never
+// less than"). When the wait has elapsed it escalates to the hard-delete
+// lock in this same step (line 5): a Converged event would only record the
+// passing of time, and costs a synced append (issue 7's budget).
+func (w *Worker) awaitConvergence(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) outcome {
+	if w.fencing.WriteFenceAtPreLock() { // bench baseline: writes refused from the pre-lock on
+		if _, err := w.fence(ctx, st, store.FenceWrite, st.LockExpiry); err != nil {
+			return w.transient(st, err)
+		}
+	}
+	if now.Before(st.WaitUntil) {
+		return waitFor(st.WaitUntil.Sub(now))
+	}
+	return w.escalateHardDeleteAndFence(ctx, st, res, now)
+}

@@ -1,0 +1,68 @@
+package orchestrator
+
+import (
+	"context"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/store"
+)
+
+// Phase 3: write lock and delta catch-up (paper 001 §4.1.3, Algorithm 1
+// lines 11–13; the validation and the swap that end it are in
+// phase_cutover.go). The write lock is never extended: reaching its expiry
+// rolls back (nextAction).
+
+// escalateWriteAndFence is a fused step, "escalation + fence": it takes
+// the write lock (Algorithm 1 line 12) when the historical copy is done
+// and, in the same step, sets the write fence at the source: the delta can
+// start after ONE synced append, and the write-blocked window users feel
+// is a step shorter. If the fence fails, WriteLocked records the lock
+// alone and the WriteLocked phase sets it (fenceWrite, counting the
+// failure).
+func (w *Worker) escalateWriteAndFence(ctx context.Context, st *events.State, res kvrouting.Resource) outcome {
+	at := w.cfg.Clock()
+	d, err := w.cfg.Locker.EscalateWrite(ctx, res, kvrouting.Token(st.Token), w.cached(st)) // line 12
+	if o, bad := w.lockErr(ctx, st, res, err); bad {
+		return o
+	}
+	w.remember(st, d)
+	ev := events.WriteLocked{Expiry: d.Primary.Lock.Expiry, At: at}
+	if names, err := w.fence(ctx, st, store.FenceWrite, ev.Expiry); err == nil {
+		ev.Fenced, ev.Services = true, names
+	} else {
+		w.log.Info("write fence deferred to its own step", "migration", st.ID, "err", err)
+	}
+	return outcome{body: ev}
+}
+
+// fenceWrite is the WriteLocked phase: the write fence at the source
+// (services return the retriable HTTP 423, Algorithm 1 line 12), when the
+// escalation's step could not set it.
+func (w *Worker) fenceWrite(ctx context.Context, st *events.State, res kvrouting.Resource) outcome {
+	if o, bad := w.verify(ctx, st, res); bad {
+		return o
+	}
+	names, err := w.fence(ctx, st, store.FenceWrite, st.LockExpiry)
+	if err != nil {
+		return w.transient(st, err)
+	}
+	return outcome{body: events.Fenced{Level: uint8(store.FenceWrite), Services: names}}
+}
+
+// delta is the Delta phase, Algorithm 1 line 13: copy the next delta pages
+// (export from the source with the historical sync token, import at the
+// target) of every service not done. When this step's pages finish the
+// delta, it validates and swaps too (lastDeltaValidateSwap); when no page
+// is left, the step validates and swaps (lines 14–19, cutover).
+func (w *Worker) delta(ctx context.Context, st *events.State, res kvrouting.Resource) outcome {
+	pending := st.Pending(true)
+	if len(pending) == 0 {
+		return w.cutover(ctx, st, res)
+	}
+	if o, bad := w.verify(ctx, st, res); bad {
+		return o
+	}
+	return w.lastDeltaValidateSwap(ctx, st, res, w.copyPages(ctx, st, services.Delta, pending))
+}

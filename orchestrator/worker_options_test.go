@@ -1,0 +1,95 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/store"
+)
+
+// TestWorkerOptionsConflict: a nil or repeated option is refused with
+// ErrInvalid and no worker starts.
+func TestWorkerOptionsConflict(t *testing.T) {
+	e := mustEnv(t)
+	for name, opts := range map[string][]WorkerOption{
+		"nil policy":   {WithFencePolicy(nil)},
+		"two policies": {WithFencePolicy(ProtocolFencing()), WithFencePolicy(ProtocolFencing())},
+		"nil option":   {nil},
+	} {
+		if _, err := NewWorker(e.nc, e.js, e.config(), opts...); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// writeFencing is a baseline policy: writes refused from the pre-lock on.
+type writeFencing struct{}
+
+func (writeFencing) WriteFenceAtPreLock() bool     { return true }
+func (writeFencing) Phase2Fence() store.FenceLevel { return store.FenceWrite }
+
+// TestFencePolicy: the source is fenced as the worker's policy says before
+// Phase 3, as the protocol says without one (hard-delete fence in Phase 2,
+// write fence in Phase 3, the post-swap fence); without the holder cache
+// the migration is the same, at the cost of routing reads.
+func TestFencePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []WorkerOption
+		want func([]store.FenceLevel) bool
+	}{
+		{"protocol", nil, func(l []store.FenceLevel) bool {
+			return slices.Equal(l, []store.FenceLevel{store.FenceHardDelete, store.FenceWrite, store.FenceWrite})
+		}},
+		{"write from the pre-lock", []WorkerOption{WithFencePolicy(writeFencing{})}, func(l []store.FenceLevel) bool {
+			// One at the pre-lock (again on every early timer), Phase 2,
+			// Phase 3, after the swap.
+			return len(l) >= 4 && !slices.ContainsFunc(l, func(f store.FenceLevel) bool { return f != store.FenceWrite })
+		}},
+		{"without the holder cache", []WorkerOption{WithoutHolderCache()}, func(l []store.FenceLevel) bool {
+			return slices.Equal(l, []store.FenceLevel{store.FenceHardDelete, store.FenceWrite, store.FenceWrite})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := mustEnv(t)
+			const res = "conv/policy"
+			e.seed(res, 5)
+			var (
+				mu     sync.Mutex
+				levels []store.FenceLevel
+			)
+			e.wrap("us", "messages").onFence = func(f services.Fence) error {
+				mu.Lock()
+				defer mu.Unlock()
+				levels = append(levels, f.Level)
+				return nil
+			}
+			w, err := NewWorker(e.nc, e.js, e.config(), tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { _ = w.Run(context.Background()) }()
+			t.Cleanup(func() { _ = w.Close() })
+			id, err := e.client.Start(context.Background(), events.Start{Resource: res, Target: "eu"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusCompleted {
+				t.Fatalf("%s %s", st.Status, st.Reason)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !tc.want(levels) {
+				t.Fatalf("fences set at the source: %v", levels)
+			}
+			e.assertMigrated(res)
+		})
+	}
+}
