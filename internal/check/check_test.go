@@ -1,0 +1,121 @@
+package check_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/internal/check"
+	"github.com/cutover/cutover/internal/system"
+	"github.com/cutover/cutover/internal/workload"
+	"github.com/cutover/cutover/services/client"
+)
+
+// The checker fails on what it exists to catch: a store that lost an
+// acknowledged write or edit, a delete that came back, a lock left on a
+// primary, a resource not at the target; and it counts, without failing,
+// a message no client sent and a write whose reply never came.
+func TestCheckCatchesViolations(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sys, err := system.Start(ctx, system.Config{InMemory: true, Workers: -1, NoProjector: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	c, err := client.New(sys.APIURL, "user:alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	led := workload.NewLedger()
+	convs := []workload.Conv{{ID: "ok", Size: 3}, {ID: "bad", Size: 6}}
+	if err := (workload.Seeder{Client: c, Ledger: led}).All(ctx, convs, nil); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := check.Watch(ctx, sys.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Stop()
+	cfg := check.Config{Ledger: led, Convs: []string{"ok", "bad"}, Reader: c, Routing: sys.Locker.Get, Observer: obs,
+		ClockSkew: sys.Config.ClockSkew, WriteLease: sys.Config.Locks.WriteLease, Stamps: check.RegionStamps(sys.Regions)}
+
+	rep, err := check.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := rep.Invariants.Failures(); len(bad) != 0 {
+		t.Fatalf("a clean run fails: %v %v", bad, rep.Invariants.Samples)
+	}
+
+	// Behind the ledger's back: an acknowledged message edited and one
+	// deleted (both lost writes), an acknowledged delete present again
+	// (resurrected), a message no client sent, an uncertain edit applied.
+	mustOK(t)(c.EditMessage(ctx, "bad", workload.SeedID(0), "not what was acknowledged"))
+	mustOK(t)(c.DeleteMessage(ctx, "bad", workload.SeedID(1)))
+	led.AckedDelete("bad", workload.SeedID(2))
+	mustOK(t)(c.PostMessage(ctx, "bad", client.NewMessage{ID: "phantom", Text: "no client sent this"}))
+	led.Uncertain("bad", workload.SeedID(3), "maybe", false)
+	mustOK(t)(c.EditMessage(ctx, "bad", workload.SeedID(3), "maybe"))
+	rep, err = check.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := rep.Invariants
+	if inv.LostWrites != 2 || inv.Resurrected != 1 || inv.Unacknowledged != 1 || inv.Uncertain != 1 {
+		t.Fatalf("got %+v", inv)
+	}
+
+	// A run that expects every resource at a target region.
+	cfg.Ledger, cfg.Convs, cfg.Source, cfg.Target = workload.NewLedger(), []string{"ok"}, sys.Source, sys.Target
+	rep, err = check.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Invariants.NotAtTarget != 1 {
+		t.Fatalf("not at target: %+v", rep.Invariants)
+	}
+	if bad := rep.Invariants.Failures(); !slices.ContainsFunc(bad, func(s string) bool { return strings.Contains(s, "not at the target") }) {
+		t.Fatalf("failures %v", bad)
+	}
+}
+
+func mustOK(t *testing.T) func(any, error) {
+	return func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// One vocabulary: demo, chaos and the cluster test write the same keys,
+// with chaos's old names beside the unified ones.
+func TestInvariantsJSON(t *testing.T) {
+	b, err := json.Marshal(check.Invariants{Resurrected: 2, DualAuthorityWrites: 3, MaxWriteFenceMs: 12, WriteLockExpiryMs: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]float64{
+		"lost_writes": 0, "resurrected": 2, "resurrected_deletes": 2, "dual_authority_writes": 3,
+		"writes_at_non_authoritative_location": 3, "partial_cutovers": 0, "orphaned_locks": 0, "not_at_target": 0,
+		"migrations_not_completed_or_cleanly_rolled_back": 0, "stale_token_ops": 0, "paused_holder_ops_after_expiry": 0,
+		"max_write_fence_ms": 12, "write_lock_expiry_ms": 10, "unacknowledged_present": 0, "unacknowledged_applied": 0,
+	} {
+		if got, ok := m[k]; !ok || got != want {
+			t.Errorf("%s: %v (present %v), want %v", k, got, ok, want)
+		}
+	}
+	bad := check.Invariants{Resurrected: 2, DualAuthorityWrites: 3, MaxWriteFenceMs: 12, WriteLockExpiryMs: 10}.Failures()
+	if len(bad) != 3 {
+		t.Fatalf("failures %v", bad)
+	}
+}
