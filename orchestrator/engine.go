@@ -10,8 +10,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -247,7 +246,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		// Algorithm 1 line 3: a durable wait; a timer that fires early is
 		// re-armed for the remainder ("never less than").
 		if w.cfg.Fencing == FencingReadOnly { // bench baseline: writes refused from the pre-lock on
-			if _, err := w.fence(ctx, st, store.FenceWrite, st.LockExpiry); err != nil {
+			if _, err := w.fence(ctx, st, contract.FenceWrite, st.LockExpiry); err != nil {
 				return w.transient(st, err)
 			}
 		}
@@ -274,7 +273,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		if err != nil {
 			return w.transient(st, err)
 		}
-		return outcome{body: events.Fenced{Level: uint8(store.FenceHardDelete), Services: names}}
+		return outcome{body: events.Fenced{Level: uint8(contract.FenceHardDelete), Services: names}}
 
 	case events.PhaseHistorical:
 		if o, ok := w.startChild(ctx, st); ok {
@@ -302,7 +301,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 			if o, bad := w.verify(ctx, st, res); bad {
 				return o
 			}
-			return w.copyPages(ctx, st, services.Historical, pending)
+			return w.copyPages(ctx, st, contract.Historical, pending)
 		}
 		at := w.cfg.Clock()
 		d, err := w.cfg.Locker.EscalateWrite(ctx, res, tok, w.cached(st)) // line 12
@@ -315,7 +314,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		// start after ONE synced append, and the write-blocked window
 		// users feel is a step shorter. If it fails, the WriteLocked
 		// phase sets it (and counts the failure).
-		if names, err := w.fence(ctx, st, store.FenceWrite, ev.Expiry); err == nil {
+		if names, err := w.fence(ctx, st, contract.FenceWrite, ev.Expiry); err == nil {
 			ev.Fenced, ev.Services = true, names
 		} else {
 			w.log.Info("write fence deferred to its own step", "migration", st.ID, "err", err)
@@ -329,11 +328,11 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		if o, bad := w.verify(ctx, st, res); bad {
 			return o
 		}
-		names, err := w.fence(ctx, st, store.FenceWrite, st.LockExpiry)
+		names, err := w.fence(ctx, st, contract.FenceWrite, st.LockExpiry)
 		if err != nil {
 			return w.transient(st, err)
 		}
-		return outcome{body: events.Fenced{Level: uint8(store.FenceWrite), Services: names}}
+		return outcome{body: events.Fenced{Level: uint8(contract.FenceWrite), Services: names}}
 
 	case events.PhaseDelta:
 		// paper 001 §4.1.3: the write lock is never extended; reaching its
@@ -345,7 +344,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 			if o, bad := w.verify(ctx, st, res); bad {
 				return o
 			}
-			o := w.copyPages(ctx, st, services.Delta, pending)
+			o := w.copyPages(ctx, st, contract.Delta, pending)
 			return w.swapAfterDeltas(ctx, st, res, tok, o)
 		}
 		return w.validateAndSwap(ctx, st, res, tok)
@@ -502,7 +501,7 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 	if o, bad := w.verify(ctx, st, res); bad {
 		return fail(o)
 	}
-	if _, err := w.fence(ctx, st, store.FenceWrite, w.cfg.Clock().Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
+	if _, err := w.fence(ctx, st, contract.FenceWrite, w.cfg.Clock().Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
 		return fail(w.transient(st, err))
 	}
 	// Line 19: ONE conditional write. A swap replayed after a crash is
@@ -589,7 +588,7 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 			return waitFor(w.cfg.RetryBackoff)
 		}
 		for _, ep := range eps {
-			if err := ep.ClearFence(ctx, st.Resource, st.Token); err != nil && services.ToError(err).Code != services.CodeConflict {
+			if err := ep.ClearFence(ctx, st.Resource, st.Token); err != nil && contract.AsError(err).Code != contract.CodeConflict {
 				return waitFor(w.cfg.RetryBackoff)
 			}
 		}
@@ -602,13 +601,13 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 
 // fence sets a fence of level, expiring at the lock's expiry plus the
 // enforcers' skew, at every source endpoint; it returns their services.
-func (w *Worker) fence(ctx context.Context, st *events.State, level store.FenceLevel, expiry time.Time) ([]string, error) {
+func (w *Worker) fence(ctx context.Context, st *events.State, level contract.FenceLevel, expiry time.Time) ([]string, error) {
 	res, _ := kvrouting.ParseResource(st.Resource)
 	eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
 	if err != nil {
 		return nil, err
 	}
-	f := services.FenceFor(level, st.Token, expiry, w.skew)
+	f := contract.FenceFor(level, st.Token, expiry, w.skew)
 	// Every service's fence at once: the step (and in Phase 3 the write
 	// fence users feel) waits for the slowest, not for their sum.
 	errs := make([]error, len(eps))
@@ -671,7 +670,7 @@ func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State) error
 	}
 	for _, ep := range eps {
 		if err := ep.ClearFence(ctx, st.Resource, prev.Token); err != nil {
-			if services.ToError(err).Code == services.CodeConflict {
+			if contract.AsError(err).Code == contract.CodeConflict {
 				continue // a fence of another token: not the previous migration's to clear
 			}
 			return fmt.Errorf("clear previous fence at %s/%s: %w", ep.Region(), ep.Service(), err)
@@ -725,7 +724,7 @@ func (w *Worker) endpointPair(ctx context.Context, st *events.State, service str
 // copiedPage is one page exported and imported: the request and what the
 // export reported.
 type copiedPage struct {
-	req services.ExportRequest
+	req contract.ExportRequest
 	pi  PageInfo
 }
 
@@ -737,13 +736,13 @@ type copiedPage struct {
 // returns the pages copied, in order; an error ends the run, and the pages
 // before it stand (the next step resumes after them). No new export starts
 // once pageRunBudget has passed, so a run never holds a step for long.
-func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, req services.ExportRequest) ([]copiedPage, error) {
+func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, req contract.ExportRequest) ([]copiedPage, error) {
 	src, tgt, err := w.endpointPair(ctx, st, service)
 	if err != nil {
 		return nil, err
 	}
 	type exported struct {
-		req services.ExportRequest
+		req contract.ExportRequest
 		pi  PageInfo
 		err error
 	}
@@ -767,7 +766,7 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, 
 				return
 			}
 			r.Cursor = pi.Next
-			if r.Mode == services.Historical {
+			if r.Mode == contract.Historical {
 				r.SyncToken = pi.SyncToken // the snapshot the first page fixed
 			}
 		}
@@ -796,7 +795,7 @@ const pageRunBudget = 500 * time.Millisecond
 // 13). Pages that failed are not recorded: their services retry in the
 // next step; only when no page at all was copied does the step count a
 // transient failure.
-func (w *Worker) copyPages(ctx context.Context, st *events.State, mode services.ExportMode, pending []events.ServiceProgress) outcome {
+func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.ExportMode, pending []events.ServiceProgress) outcome {
 	type result struct {
 		pages []copiedPage
 		err   error
@@ -804,8 +803,8 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode services.
 	rs := make([]result, len(pending))
 	var wg sync.WaitGroup
 	for i, p := range pending {
-		req := services.ExportRequest{Resource: st.Resource, Mode: mode, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit}
-		if mode == services.Delta {
+		req := contract.ExportRequest{Resource: st.Resource, Mode: mode, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit}
+		if mode == contract.Delta {
 			req.Cursor = p.DeltaCursor
 		}
 		wg.Go(func() { rs[i].pages, rs[i].err = w.copyRun(ctx, st, p.Service, req) })
@@ -826,10 +825,10 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode services.
 		svc := pending[i].Service
 		for _, c := range r.pages {
 			pi := c.pi
-			if mode == services.Delta {
+			if mode == contract.Delta {
 				delta = append(delta, events.DeltaCopied{Service: svc, Cursor: c.req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
 			} else {
-				hist = append(hist, events.PageCopied{Service: svc, Mode: uint8(services.Historical), Cursor: c.req.Cursor,
+				hist = append(hist, events.PageCopied{Service: svc, Mode: uint8(contract.Historical), Cursor: c.req.Cursor,
 					Next: pi.Next, SyncToken: pi.SyncToken, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
 			}
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Fencing strategies (Config.Fencing). Only FencingProtocol is the design;
@@ -47,12 +47,12 @@ func validFencing(s string) error {
 }
 
 // phase2Fence is the fence level set at the source for the historical copy.
-func (w *Worker) phase2Fence() store.FenceLevel {
+func (w *Worker) phase2Fence() contract.FenceLevel {
 	switch w.cfg.Fencing {
 	case FencingStopAndCopy, FencingReadOnly:
-		return store.FenceWrite
+		return contract.FenceWrite
 	}
-	return store.FenceHardDelete
+	return contract.FenceHardDelete
 }
 
 // holderCache keeps each in-flight migration's last routing document as

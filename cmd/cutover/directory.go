@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/orchestrator"
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -90,7 +90,7 @@ type natsEndpoint2 struct {
 func (e *natsEndpoint2) Service() string { return e.c.Service() }
 func (e *natsEndpoint2) Region() string  { return e.c.Region() }
 
-func (e *natsEndpoint2) Export(ctx context.Context, migrationID string, req services.ExportRequest) (orchestrator.PageInfo, error) {
+func (e *natsEndpoint2) Export(ctx context.Context, migrationID string, req contract.ExportRequest) (orchestrator.PageInfo, error) {
 	ref, err := e.c.ExportToStream(ctx, migrationID, req)
 	if err != nil {
 		return orchestrator.PageInfo{}, err
@@ -99,14 +99,14 @@ func (e *natsEndpoint2) Export(ctx context.Context, migrationID string, req serv
 		Next: ref.Next, More: ref.More, Count: ref.Count, Dependents: ref.Dependents, Seq: ref.Seq}, nil
 }
 
-func (e *natsEndpoint2) Import(ctx context.Context, migrationID string, p orchestrator.PageInfo) (services.ImportResult, error) {
+func (e *natsEndpoint2) Import(ctx context.Context, migrationID string, p orchestrator.PageInfo) (contract.ImportResult, error) {
 	if p.Seq == 0 {
-		return services.ImportResult{}, services.Errorf(services.CodeInvalid, "page without a stream sequence")
+		return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page without a stream sequence")
 	}
 	return e.c.ImportFromStream(ctx, migrationID, p.Seq)
 }
 
-func (e *natsEndpoint2) Digests(ctx context.Context, resource string) ([]services.SliceDigest, error) {
+func (e *natsEndpoint2) Digests(ctx context.Context, resource string) ([]contract.SliceDigest, error) {
 	base := strings.TrimRight(e.dir.apiURL(), "/")
 	if base == "" {
 		return e.c.Digests(ctx, resource)
@@ -114,7 +114,7 @@ func (e *natsEndpoint2) Digests(ctx context.Context, resource string) ([]service
 	return e.dir.apiDigests(ctx, base, e.c.Region(), e.c.Service(), resource)
 }
 
-func (e *natsEndpoint2) SetFence(ctx context.Context, resource string, f services.Fence) error {
+func (e *natsEndpoint2) SetFence(ctx context.Context, resource string, f contract.Fence) error {
 	return e.c.SetFence(ctx, resource, f)
 }
 
@@ -129,10 +129,10 @@ func (e *natsEndpoint2) Cleanup(ctx context.Context, resource string) (int, erro
 // apiDigests reads one service's slice digests of resource at region
 // through the user-facing API's region-pinned validation route, with the
 // validator's service identity.
-func (d *natsDirectory) apiDigests(ctx context.Context, base, region, service, resource string) ([]services.SliceDigest, error) {
+func (d *natsDirectory) apiDigests(ctx context.Context, base, region, service, resource string) ([]contract.SliceDigest, error) {
 	kind, id, ok := strings.Cut(resource, "/")
 	if !ok {
-		return nil, services.Errorf(services.CodeInvalid, "resource %q", resource)
+		return nil, contract.Errorf(contract.CodeInvalid, "resource %q", resource)
 	}
 	path := "conversations"
 	if kind == chat.KindMedia {
@@ -146,12 +146,12 @@ func (d *natsDirectory) apiDigests(ctx context.Context, base, region, service, r
 	req.Header.Set("Authorization", "Bearer svc:validator:"+d.secret)
 	resp, err := d.http.Do(req)
 	if err != nil {
-		return nil, services.Errorf(services.CodeUnavailable, "validation read %s: %v", region, err)
+		return nil, contract.Errorf(contract.CodeUnavailable, "validation read %s: %v", region, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if resp.StatusCode != http.StatusOK {
-		return nil, services.Errorf(services.CodeUnavailable, "validation read %s: HTTP %d: %s", region, resp.StatusCode, strings.TrimSpace(string(body)))
+		return nil, contract.Errorf(contract.CodeUnavailable, "validation read %s: HTTP %d: %s", region, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
 	var out struct {
 		Services map[string][]struct {
@@ -161,20 +161,20 @@ func (d *natsDirectory) apiDigests(ctx context.Context, base, region, service, r
 		} `json:"services"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, services.Errorf(services.CodeInternal, "validation read %s: %v", region, err)
+		return nil, contract.Errorf(contract.CodeInternal, "validation read %s: %v", region, err)
 	}
 	list, ok := out.Services[service]
 	if !ok {
 		// Never read "absent" as "empty": a vacuous comparison would pass.
-		return nil, services.Errorf(services.CodeInternal, "validation read %s: service %q not reported", region, service)
+		return nil, contract.Errorf(contract.CodeInternal, "validation read %s: service %q not reported", region, service)
 	}
-	var ds []services.SliceDigest
+	var ds []contract.SliceDigest
 	for _, s := range list {
 		h, err := hex.DecodeString(s.Hash)
 		if err != nil || len(h) != 16 {
-			return nil, services.Errorf(services.CodeInternal, "validation read %s: bad hash %q", region, s.Hash)
+			return nil, contract.Errorf(contract.CodeInternal, "validation read %s: bad hash %q", region, s.Hash)
 		}
-		var d services.SliceDigest
+		var d contract.SliceDigest
 		d.Slice, d.Count = s.Slice, s.Count
 		copy(d.Hash[:], h)
 		ds = append(ds, d)

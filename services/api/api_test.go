@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 )
 
 func TestIdempotentPost(t *testing.T) {
@@ -351,7 +351,7 @@ func TestMediaAndReads(t *testing.T) {
 		t.Fatalf("message media %v", m.Media)
 	}
 	p, _ := e.regions[regionA].Participant("messages")
-	pg, err := p.Export(context.Background(), services.ExportRequest{Resource: chat.ConvResource(conv), Mode: services.Historical})
+	pg, err := p.Export(context.Background(), contract.ExportRequest{Resource: chat.ConvResource(conv), Mode: contract.Historical})
 	if err != nil || !slices.Equal(pg.Dependents, []string{"media/" + mj.ID}) {
 		t.Fatalf("export dependents %v, %v", pg.Dependents, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/chat/messages"
+	"github.com/cutover/cutover/services/contract"
 )
 
 func TestRegion(t *testing.T) {
@@ -18,7 +19,7 @@ func TestRegion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := func(ps []services.Participant) []string {
+	names := func(ps []contract.Participant) []string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, p.Service())
@@ -46,7 +47,7 @@ func TestRegion(t *testing.T) {
 	}
 	// A rejecting decision is the 423 whatever the service.
 	rej := kvrouting.Decision{Outcome: kvrouting.Reject, Reason: kvrouting.ReasonLockedSecondary}
-	if _, _, err := r.Messages().Post(ctx, rej, "c1", messages.Message{ID: "m2", Author: "alice", Text: "x"}); services.ToError(err).Code != services.CodeLocked {
+	if _, _, err := r.Messages().Post(ctx, rej, "c1", messages.Message{ID: "m2", Author: "alice", Text: "x"}); services.ToError(err).Code != contract.CodeLocked {
 		t.Fatalf("post under Reject: %v", err)
 	}
 	if err := r.Close(); err != nil {

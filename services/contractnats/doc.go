@@ -1,5 +1,5 @@
 // Package contractnats carries the migration contract (paper 001 §5.1,
-// services.Participant) over NATS, so that the orchestrator reaches any
+// contract.Participant) over NATS, so that the orchestrator reaches any
 // service in any region (DESIGN.md "Services and the contract").
 //
 // # Request/reply
@@ -12,9 +12,9 @@
 //
 // where <op> is export, import, digests, slice, fence, unfence, cleanup or
 // checkpoint. Payloads are msgpack. A failure travels as a micro error reply
-// (headers Nats-Service-Error-Code = the services.Code, Nats-Service-Error =
-// the message) whose body is the msgpack *services.Error, so a remote error
-// comes back from the Client as an equal *services.Error (errors.As works,
+// (headers Nats-Service-Error-Code = the contract.Code, Nats-Service-Error =
+// the message) whose body is the msgpack *contract.Error, so a remote error
+// comes back from the Client as an equal *contract.Error (errors.As works,
 // Code, RetryAfter and Lock survive). Discover lists the registered contract
 // services through micro's $SRV.INFO discovery.
 //

@@ -12,8 +12,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/wire.golden")
@@ -31,18 +30,18 @@ func goldenValues() []struct {
 		name string
 		v    any
 	}{
-		{"export-request", &exportRequest{Migration: "m1", Request: services.ExportRequest{Resource: "conv/c1", Mode: services.Delta, SyncToken: 5, Cursor: 9, Limit: 3}}},
-		{"fence-request", &fenceRequest{Resource: "conv/c1", Fence: services.Fence{Level: store.FenceWrite, Token: "tok", Expiry: t0, SetAt: t0.Add(-time.Minute)}}},
-		{"fence-hard-delete", &fenceRequest{Resource: "conv/c1", Fence: services.Fence{Level: store.FenceHardDelete, Token: "tok", Expiry: t0}}},
-		{"page", &services.Page{Service: "messages", Resource: "conv/c1", Mode: services.Historical, SyncToken: 1, Cursor: 0, Next: 2, More: true,
-			Records: []services.Record{
+		{"export-request", &exportRequest{Migration: "m1", Request: contract.ExportRequest{Resource: "conv/c1", Mode: contract.Delta, SyncToken: 5, Cursor: 9, Limit: 3}}},
+		{"fence-request", &fenceRequest{Resource: "conv/c1", Fence: contract.Fence{Level: contract.FenceWrite, Token: "tok", Expiry: t0, SetAt: t0.Add(-time.Minute)}}},
+		{"fence-hard-delete", &fenceRequest{Resource: "conv/c1", Fence: contract.Fence{Level: contract.FenceHardDelete, Token: "tok", Expiry: t0}}},
+		{"page", &contract.Page{Service: "messages", Resource: "conv/c1", Mode: contract.Historical, SyncToken: 1, Cursor: 0, Next: 2, More: true,
+			Records: []contract.Record{
 				{ID: "a", Kind: "message", Version: 1, Seq: 2, CreatedAt: 3, UpdatedAt: 4, Data: []byte("hi"), Refs: []string{"media/x"}},
 				{ID: "b", Kind: "message", Version: 2, Seq: 3, CreatedAt: 5, UpdatedAt: 6, Deleted: true, DeletedAt: 7},
 			},
 			Dependents: []string{"media/x"}}},
-		{"import-result", &services.ImportResult{Applied: 1, Total: 2}},
-		{"error", &services.Error{Code: services.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "fence write"}},
-		{"digests", []services.SliceDigest{{Slice: 1, Count: 2, Hash: [16]byte{1, 2, 3}}}},
+		{"import-result", &contract.ImportResult{Applied: 1, Total: 2}},
+		{"error", &contract.Error{Code: contract.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "fence write"}},
+		{"digests", []contract.SliceDigest{{Slice: 1, Count: 2, Hash: [16]byte{1, 2, 3}}}},
 		{"page-ref", &PageRef{Seq: 3, Count: 2, Next: 4, More: true, SyncToken: 2, Dependents: []string{"media/a"}, Duplicate: true}},
 	}
 }
