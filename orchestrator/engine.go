@@ -273,7 +273,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		if err != nil {
 			return w.transient(st, err)
 		}
-		return outcome{body: events.Fenced{Level: uint8(contract.FenceHardDelete), Services: names}}
+		return outcome{body: events.Fenced{Level: contract.FenceHardDelete, Services: names}}
 
 	case events.PhaseHistorical:
 		if o, ok := w.startChild(ctx, st); ok {
@@ -332,7 +332,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		if err != nil {
 			return w.transient(st, err)
 		}
-		return outcome{body: events.Fenced{Level: uint8(contract.FenceWrite), Services: names}}
+		return outcome{body: events.Fenced{Level: contract.FenceWrite, Services: names}}
 
 	case events.PhaseDelta:
 		// paper 001 §4.1.3: the write lock is never extended; reaching its
