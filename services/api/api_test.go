@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/contract"
 )
@@ -393,6 +394,18 @@ func TestMediaAndReads(t *testing.T) {
 	if len(sl.Services) != 1 || len(rs) != 2 || rs[0].Hash == "" || rs[0].Version+rs[1].Version != 3 {
 		t.Fatalf("slice %+v", sl)
 	}
-	e.must(e.do(req{method: "GET", path: "/v1/internal/regions/" + regionA + "/media/" + mj.ID + "/digests", auth: "svc:validator:" + svcSecret}), 200)
+	mediaDigests, err := api.InternalDigestsPath(regionA, chat.MediaResource(mj.ID))
+	if err != nil || mediaDigests != "/v1/internal/regions/"+regionA+"/media/"+mj.ID+"/digests" {
+		t.Fatalf("InternalDigestsPath(media) = %q, %v", mediaDigests, err)
+	}
+	e.must(e.do(req{method: "GET", path: mediaDigests, auth: "svc:validator:" + svcSecret}), 200)
+	convDigests, err := api.InternalDigestsPath(regionA, chat.ConvResource(conv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.must(e.do(req{method: "GET", path: convDigests, auth: "svc:validator:" + svcSecret}), 200)
+	if _, err := api.InternalDigestsPath(regionA, "tenant/acme"); err == nil {
+		t.Fatal("InternalDigestsPath(tenant/acme): no error")
+	}
 
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/contract"
@@ -15,6 +17,30 @@ import (
 // The /v1/internal routes serve pre-cutover validation (paper 001 §5.3):
 // a service identity reads one region's copy of a resource, whatever the
 // routing says, through the services' user read path.
+
+// internalCollections names the path segment of each resource kind's
+// internal routes: /v1/internal/regions/{region}/<collection>/{id}/...
+var internalCollections = map[string]string{
+	chat.KindConversation: "conversations",
+	chat.KindMedia:        "media",
+}
+
+// InternalDigestsPath returns the path, under the API's base URL, of the
+// region-pinned validation route that serves the slice digests of resource
+// ("conv/<id>", "media/<id>") at region:
+// /v1/internal/regions/<region>/<conversations|media>/<id>/digests. The
+// orchestrator's NATS directory reads validation digests there
+// (contractnats.DirectoryOptions.APIDigestsPath). Errors: a CodeInvalid
+// *contract.Error for a resource of another kind or without an id. Safe
+// for concurrent use.
+func InternalDigestsPath(region, resource string) (string, error) {
+	kind, id, _ := strings.Cut(resource, "/")
+	coll, ok := internalCollections[kind]
+	if !ok || id == "" {
+		return "", contract.Errorf(contract.CodeInvalid, "resource %q has no validation route", resource)
+	}
+	return "/v1/internal/regions/" + url.PathEscape(region) + "/" + coll + "/" + url.PathEscape(id) + "/digests", nil
+}
 
 type digestJSON struct {
 	Slice int64  `json:"slice"`

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
@@ -172,17 +173,30 @@ func (r *Region) Participants() []contract.Participant {
 	return []contract.Participant{r.conversations, r.messages, r.reactions, r.readstate, r.media}
 }
 
-// ParticipantsFor returns the contracts of the services that own records of
+// kindServices is the one table of which services own records of each
+// resource kind; ServicesFor and ParticipantsFor read it, and the NATS
+// directory gets it through ServicesFor. Names are sorted.
+var kindServices = map[string][]string{
+	KindConversation: {conversations.ServiceName, messages.ServiceName, reactions.ServiceName, readstate.ServiceName},
+	KindMedia:        {media.ServiceName},
+}
+
+// ServicesFor returns the names, sorted, of the services that own records of
 // resources of kind: conversations, messages, reactions and readstate for
-// "conv", media for "media", none for other kinds.
+// "conv", media for "media", none for other kinds. The result is the
+// caller's to keep. Safe for concurrent use.
+func ServicesFor(kind string) []string { return slices.Clone(kindServices[kind]) }
+
+// ParticipantsFor returns the contracts of the services that own records of
+// resources of kind (ServicesFor), in the same order; nil for other kinds.
 func (r *Region) ParticipantsFor(kind string) []contract.Participant {
-	switch kind {
-	case KindConversation:
-		return []contract.Participant{r.conversations, r.messages, r.reactions, r.readstate}
-	case KindMedia:
-		return []contract.Participant{r.media}
+	var out []contract.Participant
+	for _, name := range kindServices[kind] {
+		if p, ok := r.Participant(name); ok {
+			out = append(out, p)
+		}
 	}
-	return nil
+	return out
 }
 
 // Participant returns the contract of the named service.

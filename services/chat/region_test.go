@@ -35,6 +35,15 @@ func TestRegion(t *testing.T) {
 	if got := names(r.ParticipantsFor(chat.KindMedia)); !slices.Equal(got, []string{"media"}) {
 		t.Fatalf("ParticipantsFor(media) %v", got)
 	}
+	for _, kind := range []string{chat.KindConversation, chat.KindMedia, "other"} {
+		if got, want := chat.ServicesFor(kind), names(r.ParticipantsFor(kind)); !slices.Equal(got, want) || !slices.IsSorted(got) {
+			t.Fatalf("ServicesFor(%q) = %v, ParticipantsFor names %v", kind, got, want)
+		}
+	}
+	chat.ServicesFor(chat.KindMedia)[0] = "mutated" // the caller's copy
+	if got := chat.ServicesFor(chat.KindMedia); !slices.Equal(got, []string{"media"}) {
+		t.Fatalf("ServicesFor(media) after a caller's change = %v", got)
+	}
 	if p, ok := r.Participant("readstate"); !ok || p.Service() != "readstate" {
 		t.Fatal("Participant(readstate)")
 	}
