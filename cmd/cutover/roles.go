@@ -21,6 +21,7 @@ import (
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
+	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/cutover/cutover/services/store"
@@ -524,8 +525,9 @@ func orchestratorOptions(cfg *systemConfig, ep *natsEndpoint, base apiBase) fx.O
 
 // provideRoleDirectory is the orchestrator's directory over the NATS
 // contract, validating through base when it is set.
-func provideRoleDirectory(cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream, base apiBase) *natsDirectory {
-	return newNATSDirectory(nc, js, func() string { return string(base) }, cfg.ServiceSecret)
+func provideRoleDirectory(cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream, base apiBase) *contractnats.Directory {
+	return contractnats.NewDirectory(nc, js, chat.ServicesFor, contractnats.DirectoryOptions{
+		APIURL: func() string { return string(base) }, APIDigestsPath: api.InternalDigestsPath, Secret: cfg.ServiceSecret})
 }
 
 // ------------------------------------------------------------------ projector

@@ -145,13 +145,13 @@ func orchestratorModule() fx.Option {
 		fx.Invoke(func([]*orchestrator.Worker, *projector.Projector) {}))
 }
 
-func provideDirectory(cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream, hs *httpServer) *natsDirectory {
-	return newNATSDirectory(nc, js, func() string {
+func provideDirectory(cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream, hs *httpServer) *contractnats.Directory {
+	return contractnats.NewDirectory(nc, js, chat.ServicesFor, contractnats.DirectoryOptions{APIURL: func() string {
 		if hs == nil || hs.addr == "" {
 			return ""
 		}
 		return "http://" + hs.addr
-	}, cfg.ServiceSecret)
+	}, APIDigestsPath: api.InternalDigestsPath, Secret: cfg.ServiceSecret})
 }
 
 func provideOrchClient(nc *nats.Conn, js jetstream.JetStream) *orchestrator.Client {
@@ -159,7 +159,7 @@ func provideOrchClient(nc *nats.Conn, js jetstream.JetStream) *orchestrator.Clie
 }
 
 // provideWorkers starts cfg.Workers workers; each runs until stop.
-func provideWorkers(lc fx.Lifecycle, cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir *natsDirectory) ([]*orchestrator.Worker, error) {
+func provideWorkers(lc fx.Lifecycle, cfg *systemConfig, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir *contractnats.Directory) ([]*orchestrator.Worker, error) {
 	replicas := 1
 	if cfg.Cluster > 1 {
 		replicas = 3

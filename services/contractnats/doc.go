@@ -39,11 +39,20 @@
 // have services with nothing to copy, and each published page is a synced
 // append.
 //
+// # The orchestrator's directory
+//
+// Directory is the contract.Directory the orchestrator runs on: its
+// endpoints are Clients that export to and import from PagesStream. Which
+// services own a resource kind is given to NewDirectory (chat.ServicesFor),
+// not known here. Validation digests are read through the contract, or
+// through the user-facing API's region-pinned route when
+// DirectoryOptions.APIURL is set (paper 001 §5.3).
+//
 // # Concurrency
 //
-// Server and Client are safe for concurrent use by any goroutine. A Server
-// handles up to ServeOptions.MaxConcurrent requests at once, of any
-// endpoints (each operation is idempotent and takes the store's
-// per-resource lock); run more Servers of the same (region, service) to
-// share the load (micro's queue group).
+// Server, Client and Directory are safe for concurrent use by any
+// goroutine. A Server handles up to ServeOptions.MaxConcurrent requests at
+// once, of any endpoints (each operation is idempotent and takes the
+// store's per-resource lock); run more Servers of the same (region,
+// service) to share the load (micro's queue group).
 package contractnats
