@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 func TestPercentiles(t *testing.T) {
@@ -49,13 +49,13 @@ func TestFencePolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		preLock bool
-		phase2  store.FenceLevel
+		phase2  contract.FenceLevel
 	}{
-		{"", false, store.FenceHardDelete},
-		{FencingProtocol, false, store.FenceHardDelete},
-		{FencingDeleteBlocking, false, store.FenceHardDelete},
-		{FencingStopAndCopy, false, store.FenceWrite},
-		{FencingReadOnly, true, store.FenceWrite},
+		{"", false, contract.FenceHardDelete},
+		{FencingProtocol, false, contract.FenceHardDelete},
+		{FencingDeleteBlocking, false, contract.FenceHardDelete},
+		{FencingStopAndCopy, false, contract.FenceWrite},
+		{FencingReadOnly, true, contract.FenceWrite},
 	} {
 		p, err := FencePolicy(tc.name)
 		if err != nil {

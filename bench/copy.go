@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/cutover/cutover/services/store"
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,7 +28,7 @@ type RawCopy struct {
 // pageLimit records; dir holds the scratch Pebble store (removed after).
 func MeasureRawCopy(ctx context.Context, js jetstream.JetStream, resource string, recs []store.Record, pageLimit int, dir string) (RawCopy, error) {
 	if pageLimit <= 0 {
-		pageLimit = services.DefaultPageLimit
+		pageLimit = contract.DefaultPageLimit
 	}
 	out := RawCopy{Records: len(recs)}
 	tmp, err := os.MkdirTemp(dir, "cutover-bench-rawcopy-")
@@ -45,7 +45,7 @@ func MeasureRawCopy(ctx context.Context, js jetstream.JetStream, resource string
 	var pub, peb time.Duration
 	for lo := 0; lo < len(recs); lo += pageLimit {
 		hi := min(len(recs), lo+pageLimit)
-		page := services.Page{Service: "messages", Resource: resource, Mode: services.Historical, SyncToken: 1,
+		page := contract.Page{Service: "messages", Resource: resource, Mode: contract.Historical, SyncToken: 1,
 			Cursor: uint64(lo), Next: uint64(hi), More: hi < len(recs), Records: recs[lo:hi]}
 		t := time.Now()
 		if _, err := contractnats.PublishPage(ctx, js, mig, page); err != nil {

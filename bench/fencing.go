@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cutover/cutover/orchestrator"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Fencing strategies of the fence suite. Only FencingProtocol is the
@@ -54,13 +54,13 @@ type stopAndCopy struct{}
 
 var _ orchestrator.FencePolicy = stopAndCopy{}
 
-func (stopAndCopy) WriteFenceAtPreLock() bool     { return false }
-func (stopAndCopy) Phase2Fence() store.FenceLevel { return store.FenceWrite }
+func (stopAndCopy) WriteFenceAtPreLock() bool        { return false }
+func (stopAndCopy) Phase2Fence() contract.FenceLevel { return contract.FenceWrite }
 
 // readOnly write-fences the source from the pre-lock on.
 type readOnly struct{}
 
 var _ orchestrator.FencePolicy = readOnly{}
 
-func (readOnly) WriteFenceAtPreLock() bool     { return true }
-func (readOnly) Phase2Fence() store.FenceLevel { return store.FenceWrite }
+func (readOnly) WriteFenceAtPreLock() bool        { return true }
+func (readOnly) Phase2Fence() contract.FenceLevel { return contract.FenceWrite }

@@ -1,6 +1,10 @@
 package events
 
-import "time"
+import (
+	"time"
+
+	"github.com/cutover/cutover/services/contract"
+)
 
 // Event type names.
 const (
@@ -90,8 +94,10 @@ type HardDeleteLocked struct {
 // Fenced records that every source endpoint holds the fence of Level
 // (DESIGN.md "Two layers of enforcement"); Services lists them.
 type Fenced struct {
-	Level    uint8    `msgpack:"lvl"`
-	Services []string `msgpack:"svcs"`
+	// Level is the fence level; it encodes as one msgpack uint8, as when it
+	// was a raw uint8 (TestFencedWireBytes).
+	Level    contract.FenceLevel `msgpack:"lvl"`
+	Services []string            `msgpack:"svcs"`
 	// PostSwap marks the fence kept on the old location after the swap.
 	PostSwap bool `msgpack:"post,omitempty"`
 }

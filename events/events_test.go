@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"reflect"
@@ -172,6 +173,31 @@ func TestLogValueRedactsToken(t *testing.T) {
 	for _, v := range []interface{ LogValue() slog.Value }{&State{Token: tok}, Requested{Token: tok}, Rescheduled{Token: tok}} {
 		if s := v.LogValue().String(); strings.Contains(s, tok) {
 			t.Fatalf("token logged whole: %s", s)
+		}
+	}
+}
+
+// TestFencedWireBytes pins the encoding of Fenced: Level is a fence level
+// and must stay one msgpack uint8 ("lvl": 0xcc NN) whatever its Go type, or
+// events already in MIGRATION_EVENTS stop decoding.
+func TestFencedWireBytes(t *testing.T) {
+	for _, c := range []struct {
+		in   Fenced
+		want string
+	}{
+		{Fenced{Level: 2, Services: []string{"messages"}, PostSwap: true}, "83a36c766ccc02a47376637391a86d65737361676573a4706f7374c3"},
+		{Fenced{Level: 1, Services: []string{"messages"}}, "82a36c766ccc01a47376637391a86d65737361676573"},
+	} {
+		b, err := msgpack.Marshal(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hex.EncodeToString(b); got != c.want {
+			t.Fatalf("%+v: got %s want %s", c.in, got, c.want)
+		}
+		var out Fenced
+		if err := msgpack.Unmarshal(b, &out); err != nil || !reflect.DeepEqual(out, c.in) {
+			t.Fatalf("%+v: decoded %+v, %v", c.in, out, err)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // The paginated copy of Phases 2 and 3 (paper 001 Algorithm 1 lines 6–8
@@ -43,7 +43,7 @@ func (w *Worker) endpointPair(ctx context.Context, st *events.State, service str
 // copiedPage is one page exported and imported: the request and what the
 // export reported.
 type copiedPage struct {
-	req services.ExportRequest
+	req contract.ExportRequest
 	pi  PageInfo
 }
 
@@ -55,13 +55,13 @@ type copiedPage struct {
 // returns the pages copied, in order; an error ends the run, and the pages
 // before it stand (the next step resumes after them). No new export starts
 // once pageRunBudget has passed, so a run never holds a step for long.
-func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, req services.ExportRequest) ([]copiedPage, error) {
+func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, req contract.ExportRequest) ([]copiedPage, error) {
 	src, tgt, err := w.endpointPair(ctx, st, service)
 	if err != nil {
 		return nil, err
 	}
 	type exported struct {
-		req services.ExportRequest
+		req contract.ExportRequest
 		pi  PageInfo
 		err error
 	}
@@ -85,7 +85,7 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, 
 				return
 			}
 			r.Cursor = pi.Next
-			if r.Mode == services.Historical {
+			if r.Mode == contract.Historical {
 				r.SyncToken = pi.SyncToken // the snapshot the first page fixed
 			}
 		}
@@ -114,7 +114,7 @@ const pageRunBudget = 500 * time.Millisecond
 // 13). Pages that failed are not recorded: their services retry in the
 // next step; only when no page at all was copied does the step count a
 // transient failure.
-func (w *Worker) copyPages(ctx context.Context, st *events.State, mode services.ExportMode, pending []events.ServiceProgress) outcome {
+func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.ExportMode, pending []events.ServiceProgress) outcome {
 	type result struct {
 		pages []copiedPage
 		err   error
@@ -122,8 +122,8 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode services.
 	rs := make([]result, len(pending))
 	var wg sync.WaitGroup
 	for i, p := range pending {
-		req := services.ExportRequest{Resource: st.Resource, Mode: mode, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit}
-		if mode == services.Delta {
+		req := contract.ExportRequest{Resource: st.Resource, Mode: mode, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit}
+		if mode == contract.Delta {
 			req.Cursor = p.DeltaCursor
 		}
 		wg.Go(func() { rs[i].pages, rs[i].err = w.copyRun(ctx, st, p.Service, req) })
@@ -144,10 +144,10 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode services.
 		svc := pending[i].Service
 		for _, c := range r.pages {
 			pi := c.pi
-			if mode == services.Delta {
+			if mode == contract.Delta {
 				delta = append(delta, events.DeltaCopied{Service: svc, Cursor: c.req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
 			} else {
-				hist = append(hist, events.PageCopied{Service: svc, Mode: uint8(services.Historical), Cursor: c.req.Cursor,
+				hist = append(hist, events.PageCopied{Service: svc, Mode: uint8(contract.Historical), Cursor: c.req.Cursor,
 					Next: pi.Next, SyncToken: pi.SyncToken, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
 			}
 		}

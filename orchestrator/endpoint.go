@@ -6,74 +6,37 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
-// PageInfo describes one exported page: enough to import it and to
-// checkpoint the export. Over NATS the records travel in a stream message
-// (Seq); in process they travel in Page.
-type PageInfo struct {
-	Service    string
-	Mode       services.ExportMode
-	SyncToken  uint64
-	Cursor     uint64
-	Next       uint64
-	More       bool
-	Count      int
-	Dependents []string
-	// Seq is the stream sequence of the published page (NATS transports).
-	Seq uint64
-	// Page is the page itself (in-process transports).
-	Page *services.Page
-}
+// PageInfo is contract.PageInfo, kept under its old name.
+type PageInfo = contract.PageInfo
 
-// Endpoint reaches the migration contract (paper 001 §5.1) of one service
-// at one region. Implementations must be safe for concurrent use.
-type Endpoint interface {
-	// Service names the service.
-	Service() string
-	// Region names the region.
-	Region() string
-	// Export copies one page toward the target and returns what is needed
-	// to import it.
-	Export(ctx context.Context, migrationID string, req services.ExportRequest) (PageInfo, error)
-	// Import applies an exported page idempotently.
-	Import(ctx context.Context, migrationID string, page PageInfo) (services.ImportResult, error)
-	// Digests returns the per-slice digests of a resource, read through the
-	// user read path.
-	Digests(ctx context.Context, resource string) ([]services.SliceDigest, error)
-	// SetFence sets or raises the resource's fence in the service's store.
-	SetFence(ctx context.Context, resource string, f services.Fence) error
-	// ClearFence clears the fence set under token.
-	ClearFence(ctx context.Context, resource, token string) error
-	// Cleanup deletes the resource's records at this region.
-	Cleanup(ctx context.Context, resource string) (int, error)
-}
+// Endpoint is contract.Endpoint, kept under its old name: the migration
+// contract of one service at one region, as the orchestrator reaches it.
+type Endpoint = contract.Endpoint
 
-// Directory finds the endpoints that own resources of a kind at a region.
-type Directory interface {
-	// Endpoints returns every service endpoint at region holding resources
-	// of resourceKind, sorted by service name.
-	Endpoints(ctx context.Context, region, resourceKind string) ([]Endpoint, error)
-}
+// Directory is contract.Directory, kept under its old name: it finds the
+// endpoints that own resources of a kind at a region.
+type Directory = contract.Directory
 
-// LocalDirectory is an in-process Directory over services.Participant
+// LocalDirectory is an in-process Directory over contract.Participant
 // values: every participant of a region serves every resource kind. Safe
 // for concurrent use.
 type LocalDirectory struct {
 	mu      sync.Mutex
-	regions map[string][]services.Participant
+	regions map[string][]contract.Participant
 }
 
 var _ Directory = (*LocalDirectory)(nil)
 
 // NewLocalDirectory returns an empty LocalDirectory.
 func NewLocalDirectory() *LocalDirectory {
-	return &LocalDirectory{regions: map[string][]services.Participant{}}
+	return &LocalDirectory{regions: map[string][]contract.Participant{}}
 }
 
 // Add registers p at region, replacing a participant of the same service.
-func (d *LocalDirectory) Add(region string, p services.Participant) {
+func (d *LocalDirectory) Add(region string, p contract.Participant) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ps := d.regions[region]
@@ -89,7 +52,7 @@ func (d *LocalDirectory) Add(region string, p services.Participant) {
 // Endpoints implements Directory. Errors: ErrNotFound for an unknown region.
 func (d *LocalDirectory) Endpoints(ctx context.Context, region, resourceKind string) ([]Endpoint, error) {
 	d.mu.Lock()
-	ps := append([]services.Participant(nil), d.regions[region]...)
+	ps := append([]contract.Participant(nil), d.regions[region]...)
 	d.mu.Unlock()
 	if len(ps) == 0 {
 		return nil, fmt.Errorf("%w: no endpoints at region %q", ErrNotFound, region)
@@ -105,14 +68,14 @@ func (d *LocalDirectory) Endpoints(ctx context.Context, region, resourceKind str
 var _ Endpoint = localEndpoint{}
 
 type localEndpoint struct {
-	p      services.Participant
+	p      contract.Participant
 	region string
 }
 
 func (e localEndpoint) Service() string { return e.p.Service() }
 func (e localEndpoint) Region() string  { return e.region }
 
-func (e localEndpoint) Export(ctx context.Context, _ string, req services.ExportRequest) (PageInfo, error) {
+func (e localEndpoint) Export(ctx context.Context, _ string, req contract.ExportRequest) (PageInfo, error) {
 	pg, err := e.p.Export(ctx, req)
 	if err != nil {
 		return PageInfo{}, err
@@ -121,18 +84,18 @@ func (e localEndpoint) Export(ctx context.Context, _ string, req services.Export
 		More: pg.More, Count: len(pg.Records), Dependents: pg.Dependents, Page: &pg}, nil
 }
 
-func (e localEndpoint) Import(ctx context.Context, _ string, page PageInfo) (services.ImportResult, error) {
+func (e localEndpoint) Import(ctx context.Context, _ string, page PageInfo) (contract.ImportResult, error) {
 	if page.Page == nil {
-		return services.ImportResult{}, fmt.Errorf("%w: in-process import needs the page itself", ErrInvalid)
+		return contract.ImportResult{}, fmt.Errorf("%w: in-process import needs the page itself", ErrInvalid)
 	}
 	return e.p.Import(ctx, *page.Page)
 }
 
-func (e localEndpoint) Digests(ctx context.Context, res string) ([]services.SliceDigest, error) {
+func (e localEndpoint) Digests(ctx context.Context, res string) ([]contract.SliceDigest, error) {
 	return e.p.Digests(ctx, res)
 }
 
-func (e localEndpoint) SetFence(ctx context.Context, res string, f services.Fence) error {
+func (e localEndpoint) SetFence(ctx context.Context, res string, f contract.Fence) error {
 	return e.p.SetFence(ctx, res, f)
 }
 

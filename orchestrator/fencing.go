@@ -8,8 +8,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // FencePolicy decides the store fences a worker sets at the source before
@@ -30,9 +29,9 @@ type FencePolicy interface {
 	// Phase2Fence is the fence level set at the source for the historical
 	// copy, with the hard-delete lock and each renewal of it. The event
 	// still records the hard-delete fence (it starts the historical copy).
-	// The protocol: store.FenceHardDelete, deletes become tombstones and
+	// The protocol: contract.FenceHardDelete, deletes become tombstones and
 	// writes flow (paper 001 §4.1.2, §4.3).
-	Phase2Fence() store.FenceLevel
+	Phase2Fence() contract.FenceLevel
 }
 
 // ProtocolFencing returns the protocol's fence policy, the default: the
@@ -44,18 +43,18 @@ type protocolFencing struct{}
 
 var _ FencePolicy = protocolFencing{}
 
-func (protocolFencing) WriteFenceAtPreLock() bool     { return false }
-func (protocolFencing) Phase2Fence() store.FenceLevel { return store.FenceHardDelete }
+func (protocolFencing) WriteFenceAtPreLock() bool        { return false }
+func (protocolFencing) Phase2Fence() contract.FenceLevel { return contract.FenceHardDelete }
 
 // fence sets a fence of level, expiring at the lock's expiry plus the
 // enforcers' skew, at every source endpoint; it returns their services.
-func (w *Worker) fence(ctx context.Context, st *events.State, level store.FenceLevel, expiry time.Time) ([]string, error) {
+func (w *Worker) fence(ctx context.Context, st *events.State, level contract.FenceLevel, expiry time.Time) ([]string, error) {
 	res, _ := kvrouting.ParseResource(st.Resource)
 	eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
 	if err != nil {
 		return nil, err
 	}
-	f := services.FenceFor(level, st.Token, expiry, w.skew)
+	f := contract.FenceFor(level, st.Token, expiry, w.skew)
 	// Every service's fence at once: the step (and in Phase 3 the write
 	// fence users feel) waits for the slowest, not for their sum.
 	errs := make([]error, len(eps))

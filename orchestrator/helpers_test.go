@@ -15,6 +15,7 @@ import (
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/nats/natstest"
 	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -237,15 +238,15 @@ func assertFold(tb testing.TB, h []*events.Envelope) {
 // flaky wraps a participant with hooks (hand-written fake with function
 // fields).
 type flaky struct {
-	services.Participant
+	contract.Participant
 	mu       sync.Mutex
-	onExport func(req services.ExportRequest) error
-	onImport func(p *services.Page) error
-	onFence  func(f services.Fence) error
+	onExport func(req contract.ExportRequest) error
+	onImport func(p *contract.Page) error
+	onFence  func(f contract.Fence) error
 	onClear  func(token string) error
 }
 
-func (f *flaky) SetFence(ctx context.Context, resource string, fe services.Fence) error {
+func (f *flaky) SetFence(ctx context.Context, resource string, fe contract.Fence) error {
 	f.mu.Lock()
 	hook := f.onFence
 	f.mu.Unlock()
@@ -269,25 +270,25 @@ func (f *flaky) ClearFence(ctx context.Context, resource, token string) error {
 	return f.Participant.ClearFence(ctx, resource, token)
 }
 
-func (f *flaky) Export(ctx context.Context, req services.ExportRequest) (services.Page, error) {
+func (f *flaky) Export(ctx context.Context, req contract.ExportRequest) (contract.Page, error) {
 	f.mu.Lock()
 	hook := f.onExport
 	f.mu.Unlock()
 	if hook != nil {
 		if err := hook(req); err != nil {
-			return services.Page{}, err
+			return contract.Page{}, err
 		}
 	}
 	return f.Participant.Export(ctx, req)
 }
 
-func (f *flaky) Import(ctx context.Context, p services.Page) (services.ImportResult, error) {
+func (f *flaky) Import(ctx context.Context, p contract.Page) (contract.ImportResult, error) {
 	f.mu.Lock()
 	hook := f.onImport
 	f.mu.Unlock()
 	if hook != nil {
 		if err := hook(&p); err != nil {
-			return services.ImportResult{}, err
+			return contract.ImportResult{}, err
 		}
 	}
 	return f.Participant.Import(ctx, p)

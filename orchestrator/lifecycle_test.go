@@ -8,7 +8,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // The hard-delete lock is renewed while a slow historical copy runs, so it
@@ -17,8 +17,8 @@ func TestHardDeleteRenewal(t *testing.T) {
 	e := mustEnv(t, func(c *kvrouting.LockConfig) { c.HardDeleteLease = time.Second })
 	e.seed("conv/long", 20)
 	f := e.wrap("us", "messages")
-	f.onExport = func(req services.ExportRequest) error {
-		if req.Mode == services.Historical {
+	f.onExport = func(req contract.ExportRequest) error {
+		if req.Mode == contract.Historical {
 			time.Sleep(250 * time.Millisecond)
 		}
 		return nil
@@ -80,7 +80,7 @@ func TestForceRelease(t *testing.T) {
 	e.seed("conv/stuck", 5)
 	f := e.wrap("us", "messages")
 	block := make(chan struct{})
-	f.onExport = func(services.ExportRequest) error { <-block; return nil }
+	f.onExport = func(contract.ExportRequest) error { <-block; return nil }
 	cfg := e.config()
 	cfg.StepTimeout = 2 * time.Second
 	e.startWorker(cfg)
@@ -121,7 +121,7 @@ func TestHangingParticipantRollsBack(t *testing.T) {
 	e := mustEnv(t)
 	e.seed("conv/hang", 5)
 	f := e.wrap("eu", "messages")
-	f.onImport = func(*services.Page) error { time.Sleep(400 * time.Millisecond); return context.DeadlineExceeded }
+	f.onImport = func(*contract.Page) error { time.Sleep(400 * time.Millisecond); return context.DeadlineExceeded }
 	cfg := e.config()
 	cfg.StepTimeout, cfg.MaxAttempts = 300*time.Millisecond, 1
 	e.startWorker(cfg)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // eventTypes lists h's event types in order.
@@ -36,7 +36,7 @@ func TestMergedStepsFallBack(t *testing.T) {
 	e.seed(res, 5)
 	us := e.wrap("us", "messages")
 	var fences atomic.Int32
-	us.onFence = func(services.Fence) error {
+	us.onFence = func(contract.Fence) error {
 		// 1: the hard-delete fence in the escalation's step; 3: the write
 		// fence in its escalation's step; 5: the post-swap fence in the step
 		// that copied the last deltas (it records them alone); 6: the
@@ -185,9 +185,9 @@ func TestCopyRuns(t *testing.T) {
 	e.seed(res, 20) // three pages of 7 per service
 	f := e.wrap("eu", testServices[0])
 	var imports atomic.Int32
-	f.onImport = func(p *services.Page) error {
+	f.onImport = func(p *contract.Page) error {
 		if p.Resource == res && imports.Add(1) == 2 {
-			return services.Errorf(services.CodeUnavailable, "injected import failure")
+			return contract.Errorf(contract.CodeUnavailable, "injected import failure")
 		}
 		return nil
 	}
@@ -264,7 +264,7 @@ func TestStuckStepGivesItsSlotBack(t *testing.T) {
 	e.seed("conv/free", 3)
 	f := e.wrap("us", testServices[0])
 	stuck, release := make(chan struct{}, 1), make(chan struct{})
-	f.onExport = func(req services.ExportRequest) error {
+	f.onExport = func(req contract.ExportRequest) error {
 		if req.Resource == "conv/stuck" {
 			select {
 			case stuck <- struct{}{}:

@@ -8,8 +8,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // The end of Phase 3 and Phase 4: pre-cutover validation, atomic cutover,
@@ -105,7 +104,7 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 	if o, bad := w.verify(ctx, st, res); bad {
 		return fail(o)
 	}
-	if _, err := w.fence(ctx, st, store.FenceWrite, w.cfg.Clock().Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
+	if _, err := w.fence(ctx, st, contract.FenceWrite, w.cfg.Clock().Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
 		return fail(w.transient(st, err))
 	}
 	// Line 19: ONE conditional write. A swap replayed after a crash is
@@ -213,7 +212,7 @@ func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State) error
 	}
 	for _, ep := range eps {
 		if err := ep.ClearFence(ctx, st.Resource, prev.Token); err != nil {
-			if services.ToError(err).Code == services.CodeConflict {
+			if contract.AsError(err).Code == contract.CodeConflict {
 				continue // a fence of another token: not the previous migration's to clear
 			}
 			return fmt.Errorf("clear previous fence at %s/%s: %w", ep.Region(), ep.Service(), err)

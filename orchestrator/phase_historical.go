@@ -7,8 +7,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Phase 2: hard-delete lock and historical copy (paper 001 §4.1.2,
@@ -75,7 +74,7 @@ func (w *Worker) fenceHardDelete(ctx context.Context, st *events.State, res kvro
 	if err != nil {
 		return w.transient(st, err)
 	}
-	return outcome{body: events.Fenced{Level: uint8(store.FenceHardDelete), Services: names}}
+	return outcome{body: events.Fenced{Level: contract.FenceHardDelete, Services: names}}
 }
 
 // historical is the Historical phase, Algorithm 1 lines 6–10: start the
@@ -94,7 +93,7 @@ func (w *Worker) historical(ctx context.Context, st *events.State, res kvrouting
 		if o, bad := w.verify(ctx, st, res); bad {
 			return o
 		}
-		return w.copyPages(ctx, st, services.Historical, pending)
+		return w.copyPages(ctx, st, contract.Historical, pending)
 	}
 	return w.escalateWriteAndFence(ctx, st, res)
 }

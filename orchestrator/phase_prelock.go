@@ -7,7 +7,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Phase 1: pre-lock and routing-cache convergence (paper 001 §4.1.1,
@@ -51,7 +51,7 @@ func (w *Worker) preLock(ctx context.Context, st *events.State, res kvrouting.Re
 // passing of time, and costs a synced append (issue 7's budget).
 func (w *Worker) awaitConvergence(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) outcome {
 	if w.fencing.WriteFenceAtPreLock() { // bench baseline: writes refused from the pre-lock on
-		if _, err := w.fence(ctx, st, store.FenceWrite, st.LockExpiry); err != nil {
+		if _, err := w.fence(ctx, st, contract.FenceWrite, st.LockExpiry); err != nil {
 			return w.transient(st, err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Failure and rollback (paper 001 §3.5, §5.3, Algorithm 1 lines 15–17):
@@ -46,7 +46,7 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 			return waitFor(w.cfg.RetryBackoff)
 		}
 		for _, ep := range eps {
-			if err := ep.ClearFence(ctx, st.Resource, st.Token); err != nil && services.ToError(err).Code != services.CodeConflict {
+			if err := ep.ClearFence(ctx, st.Resource, st.Token); err != nil && contract.AsError(err).Code != contract.CodeConflict {
 				return waitFor(w.cfg.RetryBackoff)
 			}
 		}

@@ -5,8 +5,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Phase 3: write lock and delta catch-up (paper 001 §4.1.3, Algorithm 1
@@ -29,7 +28,7 @@ func (w *Worker) escalateWriteAndFence(ctx context.Context, st *events.State, re
 	}
 	w.remember(st, d)
 	ev := events.WriteLocked{Expiry: d.Primary.Lock.Expiry, At: at}
-	if names, err := w.fence(ctx, st, store.FenceWrite, ev.Expiry); err == nil {
+	if names, err := w.fence(ctx, st, contract.FenceWrite, ev.Expiry); err == nil {
 		ev.Fenced, ev.Services = true, names
 	} else {
 		w.log.Info("write fence deferred to its own step", "migration", st.ID, "err", err)
@@ -44,11 +43,11 @@ func (w *Worker) fenceWrite(ctx context.Context, st *events.State, res kvrouting
 	if o, bad := w.verify(ctx, st, res); bad {
 		return o
 	}
-	names, err := w.fence(ctx, st, store.FenceWrite, st.LockExpiry)
+	names, err := w.fence(ctx, st, contract.FenceWrite, st.LockExpiry)
 	if err != nil {
 		return w.transient(st, err)
 	}
-	return outcome{body: events.Fenced{Level: uint8(store.FenceWrite), Services: names}}
+	return outcome{body: events.Fenced{Level: contract.FenceWrite, Services: names}}
 }
 
 // delta is the Delta phase, Algorithm 1 line 13: copy the next delta pages
@@ -64,5 +63,5 @@ func (w *Worker) delta(ctx context.Context, st *events.State, res kvrouting.Reso
 	if o, bad := w.verify(ctx, st, res); bad {
 		return o
 	}
-	return w.lastDeltaValidateSwap(ctx, st, res, w.copyPages(ctx, st, services.Delta, pending))
+	return w.lastDeltaValidateSwap(ctx, st, res, w.copyPages(ctx, st, contract.Delta, pending))
 }

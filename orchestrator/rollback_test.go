@@ -11,6 +11,7 @@ import (
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -29,8 +30,8 @@ func TestWriteLockExpiryRollsBackAndRetries(t *testing.T) {
 	e.seed("conv/slow", 10)
 	f := e.wrap("us", "messages")
 	var slowed atomic.Bool
-	f.onExport = func(req services.ExportRequest) error {
-		if req.Mode == services.Delta && slowed.CompareAndSwap(false, true) {
+	f.onExport = func(req contract.ExportRequest) error {
+		if req.Mode == contract.Delta && slowed.CompareAndSwap(false, true) {
 			time.Sleep(700 * time.Millisecond)
 		}
 		return nil
@@ -72,7 +73,7 @@ func TestValidationFailureRollsBack(t *testing.T) {
 	e := mustEnv(t)
 	e.seed("conv/bad", 10)
 	f := e.wrap("eu", "reactions")
-	f.onImport = func(p *services.Page) error {
+	f.onImport = func(p *contract.Page) error {
 		if len(p.Records) > 0 {
 			p.Records = p.Records[1:] // drop a record on every import
 		}
@@ -118,7 +119,7 @@ func TestTransientFailuresAndCancel(t *testing.T) {
 	e := mustEnv(t)
 	e.seed("conv/flaky", 5)
 	f := e.wrap("us", "messages")
-	f.onExport = func(services.ExportRequest) error { return errors.New("throttled") }
+	f.onExport = func(contract.ExportRequest) error { return errors.New("throttled") }
 	cfg := e.config()
 	cfg.RescheduleBackoff = time.Hour // the cancel arrives during the backoff
 	e.startWorker(cfg)
@@ -168,9 +169,9 @@ func TestPartialPageFailure(t *testing.T) {
 	e.seed("conv/partial", 20)
 	f := e.wrap("us", testServices[1])
 	var fails atomic.Int32
-	f.onExport = func(req services.ExportRequest) error {
-		if req.Mode == services.Historical && fails.Add(1) <= 2 {
-			return services.Errorf(services.CodeUnavailable, "injected export failure")
+	f.onExport = func(req contract.ExportRequest) error {
+		if req.Mode == contract.Historical && fails.Add(1) <= 2 {
+			return contract.Errorf(contract.CodeUnavailable, "injected export failure")
 		}
 		return nil
 	}
@@ -208,9 +209,9 @@ func TestPartialPageFailure(t *testing.T) {
 	var all atomic.Int32
 	for _, svc := range testServices {
 		g := e.wrap("us", svc)
-		g.onExport = func(req services.ExportRequest) error {
-			if req.Resource == "conv/allfail" && req.Mode == services.Historical && all.Add(1) <= int32(len(testServices)) {
-				return services.Errorf(services.CodeUnavailable, "injected export failure")
+		g.onExport = func(req contract.ExportRequest) error {
+			if req.Resource == "conv/allfail" && req.Mode == contract.Historical && all.Add(1) <= int32(len(testServices)) {
+				return contract.Errorf(contract.CodeUnavailable, "injected export failure")
 			}
 			return nil
 		}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Fold replays a migration's events from the first and returns its state;
@@ -67,7 +67,7 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 	case events.Fenced:
 		switch {
 		case b.PostSwap:
-		case b.Level == uint8(store.FenceHardDelete): // hard-delete fence: the historical copy starts
+		case b.Level == contract.FenceHardDelete: // hard-delete fence: the historical copy starts
 			startHistorical(n, b.Services)
 		default: // write fence: the delta starts
 			n.Phase = events.PhaseDelta

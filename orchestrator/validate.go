@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // validate compares source and target before the swap (paper 001 §5.3):
@@ -38,7 +38,7 @@ func (w *Worker) validate(ctx context.Context, st *events.State) events.Validate
 				results[i].err = err
 				return
 			}
-			var s, t []services.SliceDigest
+			var s, t []contract.SliceDigest
 			var serr, terr error
 			var inner sync.WaitGroup
 			inner.Add(2)
@@ -75,8 +75,8 @@ func (w *Worker) validate(ctx context.Context, st *events.State) events.Validate
 
 // compareDigests compares two slice-digest lists; diff describes the first
 // mismatching slices ("" when equal).
-func compareDigests(src, tgt []services.SliceDigest) (slices int, diff string) {
-	m := make(map[int64]services.SliceDigest, len(tgt))
+func compareDigests(src, tgt []contract.SliceDigest) (slices int, diff string) {
+	m := make(map[int64]contract.SliceDigest, len(tgt))
 	for _, d := range tgt {
 		m[d.Slice] = d
 	}

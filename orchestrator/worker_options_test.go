@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // TestWorkerOptionsConflict: a nil or repeated option is refused with
@@ -31,8 +30,8 @@ func TestWorkerOptionsConflict(t *testing.T) {
 // writeFencing is a baseline policy: writes refused from the pre-lock on.
 type writeFencing struct{}
 
-func (writeFencing) WriteFenceAtPreLock() bool     { return true }
-func (writeFencing) Phase2Fence() store.FenceLevel { return store.FenceWrite }
+func (writeFencing) WriteFenceAtPreLock() bool        { return true }
+func (writeFencing) Phase2Fence() contract.FenceLevel { return contract.FenceWrite }
 
 // TestFencePolicy: the source is fenced as the worker's policy says before
 // Phase 3, as the protocol says without one (hard-delete fence in Phase 2,
@@ -42,18 +41,18 @@ func TestFencePolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts []WorkerOption
-		want func([]store.FenceLevel) bool
+		want func([]contract.FenceLevel) bool
 	}{
-		{"protocol", nil, func(l []store.FenceLevel) bool {
-			return slices.Equal(l, []store.FenceLevel{store.FenceHardDelete, store.FenceWrite, store.FenceWrite})
+		{"protocol", nil, func(l []contract.FenceLevel) bool {
+			return slices.Equal(l, []contract.FenceLevel{contract.FenceHardDelete, contract.FenceWrite, contract.FenceWrite})
 		}},
-		{"write from the pre-lock", []WorkerOption{WithFencePolicy(writeFencing{})}, func(l []store.FenceLevel) bool {
+		{"write from the pre-lock", []WorkerOption{WithFencePolicy(writeFencing{})}, func(l []contract.FenceLevel) bool {
 			// One at the pre-lock (again on every early timer), Phase 2,
 			// Phase 3, after the swap.
-			return len(l) >= 4 && !slices.ContainsFunc(l, func(f store.FenceLevel) bool { return f != store.FenceWrite })
+			return len(l) >= 4 && !slices.ContainsFunc(l, func(f contract.FenceLevel) bool { return f != contract.FenceWrite })
 		}},
-		{"without the holder cache", []WorkerOption{WithoutHolderCache()}, func(l []store.FenceLevel) bool {
-			return slices.Equal(l, []store.FenceLevel{store.FenceHardDelete, store.FenceWrite, store.FenceWrite})
+		{"without the holder cache", []WorkerOption{WithoutHolderCache()}, func(l []contract.FenceLevel) bool {
+			return slices.Equal(l, []contract.FenceLevel{contract.FenceHardDelete, contract.FenceWrite, contract.FenceWrite})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,9 +62,9 @@ func TestFencePolicy(t *testing.T) {
 			e.seed(res, 5)
 			var (
 				mu     sync.Mutex
-				levels []store.FenceLevel
+				levels []contract.FenceLevel
 			)
-			e.wrap("us", "messages").onFence = func(f services.Fence) error {
+			e.wrap("us", "messages").onFence = func(f contract.Fence) error {
 				mu.Lock()
 				defer mu.Unlock()
 				levels = append(levels, f.Level)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -11,7 +12,7 @@ import (
 type StoreParticipantOptions struct {
 	// Discover returns the dependent resources a record references (e.g. a
 	// message's media). nil means the record's Refs.
-	Discover func(Record) []string
+	Discover func(contract.Record) []string
 	// MaxPageBytes caps the encoded size of a page's record data (default
 	// 512 KiB) so a page always fits a NATS message.
 	MaxPageBytes int
@@ -23,17 +24,17 @@ type StoreParticipantOptions struct {
 	KeepOnCleanup func(ctx context.Context, resource string) (bool, error)
 }
 
-// StoreParticipant implements Participant over a store.Store: the shared
-// implementation the reference services embed. A service whose storage is
-// not a store.Store implements Participant itself and proves it with
-// contracttest.Run.
+// StoreParticipant implements contract.Participant over a store.Store: the
+// shared implementation the reference services embed. A service whose
+// storage is not a store.Store implements contract.Participant itself and
+// proves it with contracttest.Run.
 type StoreParticipant struct {
 	service string
 	st      *store.Store
 	opts    StoreParticipantOptions
 }
 
-var _ Participant = (*StoreParticipant)(nil)
+var _ contract.Participant = (*StoreParticipant)(nil)
 
 // NewStoreParticipant returns the contract of service over st.
 func NewStoreParticipant(service string, st *store.Store, opts StoreParticipantOptions) *StoreParticipant {
@@ -43,39 +44,40 @@ func NewStoreParticipant(service string, st *store.Store, opts StoreParticipantO
 	return &StoreParticipant{service: service, st: st, opts: opts}
 }
 
-// Service implements Participant.
+// Service implements contract.Participant.
 func (p *StoreParticipant) Service() string { return p.service }
 
 // Store returns the underlying store.
 func (p *StoreParticipant) Store() *store.Store { return p.st }
 
-// Export implements Participant. A historical export with SyncToken 0
-// issues the token: the store's current change sequence (paper 001 (A2):
-// everything committed before it is historical, everything after is delta).
-func (p *StoreParticipant) Export(ctx context.Context, req ExportRequest) (Page, error) {
+// Export implements contract.Participant. A historical export with
+// SyncToken 0 issues the token: the store's current change sequence (paper
+// 001 (A2): everything committed before it is historical, everything after
+// is delta).
+func (p *StoreParticipant) Export(ctx context.Context, req contract.ExportRequest) (contract.Page, error) {
 	if err := ctx.Err(); err != nil {
-		return Page{}, ToError(err)
+		return contract.Page{}, ToError(err)
 	}
 	if req.Resource == "" {
-		return Page{}, Errorf(CodeInvalid, "export: empty resource")
+		return contract.Page{}, contract.Errorf(contract.CodeInvalid, "export: empty resource")
 	}
 	if req.Limit <= 0 {
-		req.Limit = DefaultPageLimit
+		req.Limit = contract.DefaultPageLimit
 	}
 	if req.Limit > 10_000 {
-		return Page{}, Errorf(CodeInvalid, "page limit %d above 10000", req.Limit)
+		return contract.Page{}, contract.Errorf(contract.CodeInvalid, "page limit %d above 10000", req.Limit)
 	}
-	page := Page{Service: p.service, Resource: req.Resource, Mode: req.Mode, SyncToken: req.SyncToken, Cursor: req.Cursor}
+	page := contract.Page{Service: p.service, Resource: req.Resource, Mode: req.Mode, SyncToken: req.SyncToken, Cursor: req.Cursor}
 	var upto uint64
 	switch req.Mode {
-	case Historical:
+	case contract.Historical:
 		if req.SyncToken == 0 {
 			if req.Cursor != 0 {
-				return Page{}, Errorf(CodeInvalid, "historical export with a cursor but no sync token")
+				return contract.Page{}, contract.Errorf(contract.CodeInvalid, "historical export with a cursor but no sync token")
 			}
 			tok, err := p.st.SyncToken(req.Resource)
 			if err != nil {
-				return Page{}, ToError(err)
+				return contract.Page{}, ToError(err)
 			}
 			page.SyncToken = tok
 		}
@@ -87,17 +89,17 @@ func (p *StoreParticipant) Export(ctx context.Context, req ExportRequest) (Page,
 			page.Next = req.Cursor
 			return page, nil
 		}
-	case Delta:
+	case contract.Delta:
 		if req.Cursor < req.SyncToken {
 			req.Cursor = req.SyncToken
 			page.Cursor = req.SyncToken
 		}
 	default:
-		return Page{}, Errorf(CodeInvalid, "export mode %d", req.Mode)
+		return contract.Page{}, contract.Errorf(contract.CodeInvalid, "export mode %d", req.Mode)
 	}
 	recs, last, more, err := p.st.Changes(req.Resource, req.Cursor, upto, req.Limit)
 	if err != nil {
-		return Page{}, ToError(err)
+		return contract.Page{}, ToError(err)
 	}
 	// Keep the page under the byte cap; the rest follows in the next page.
 	size := 0
@@ -120,7 +122,7 @@ func (p *StoreParticipant) Export(ctx context.Context, req ExportRequest) (Page,
 	return page, nil
 }
 
-func (p *StoreParticipant) discover(recs []Record) []string {
+func (p *StoreParticipant) discover(recs []contract.Record) []string {
 	var deps []string
 	for _, r := range recs {
 		if r.Deleted {
@@ -136,30 +138,30 @@ func (p *StoreParticipant) discover(recs []Record) []string {
 	return slices.Compact(deps)
 }
 
-// Import implements Participant.
-func (p *StoreParticipant) Import(ctx context.Context, page Page) (ImportResult, error) {
+// Import implements contract.Participant.
+func (p *StoreParticipant) Import(ctx context.Context, page contract.Page) (contract.ImportResult, error) {
 	if err := ctx.Err(); err != nil {
-		return ImportResult{}, ToError(err)
+		return contract.ImportResult{}, ToError(err)
 	}
 	if page.Service != "" && page.Service != p.service {
-		return ImportResult{}, Errorf(CodeInvalid, "page of service %q imported into %q", page.Service, p.service)
+		return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page of service %q imported into %q", page.Service, p.service)
 	}
 	n, err := p.st.Import(page.Resource, page.Records)
 	if err != nil {
-		return ImportResult{}, ToError(err)
+		return contract.ImportResult{}, ToError(err)
 	}
-	return ImportResult{Applied: n, Total: len(page.Records)}, nil
+	return contract.ImportResult{Applied: n, Total: len(page.Records)}, nil
 }
 
-// Digests implements Participant.
-func (p *StoreParticipant) Digests(ctx context.Context, resource string) ([]SliceDigest, error) {
+// Digests implements contract.Participant.
+func (p *StoreParticipant) Digests(ctx context.Context, resource string) ([]contract.SliceDigest, error) {
 	d, err := p.st.Digests(resource)
 	return d, toErr(err)
 }
 
-// ReadSlice implements Participant.
-func (p *StoreParticipant) ReadSlice(ctx context.Context, resource string, from, to int64) ([]Record, error) {
-	var out []Record
+// ReadSlice implements contract.Participant.
+func (p *StoreParticipant) ReadSlice(ctx context.Context, resource string, from, to int64) ([]contract.Record, error) {
+	var out []contract.Record
 	var afterC int64
 	var afterID string
 	for {
@@ -176,17 +178,17 @@ func (p *StoreParticipant) ReadSlice(ctx context.Context, resource string, from,
 	}
 }
 
-// SetFence implements Participant.
-func (p *StoreParticipant) SetFence(ctx context.Context, resource string, f Fence) error {
+// SetFence implements contract.Participant.
+func (p *StoreParticipant) SetFence(ctx context.Context, resource string, f contract.Fence) error {
 	return toErr(p.st.SetFence(resource, f))
 }
 
-// ClearFence implements Participant.
+// ClearFence implements contract.Participant.
 func (p *StoreParticipant) ClearFence(ctx context.Context, resource, token string) error {
 	return toErr(p.st.ClearFence(resource, token))
 }
 
-// Cleanup implements Participant.
+// Cleanup implements contract.Participant.
 func (p *StoreParticipant) Cleanup(ctx context.Context, resource string) (int, error) {
 	var keep func() (bool, error)
 	if g := p.opts.KeepOnCleanup; g != nil {

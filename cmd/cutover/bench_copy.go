@@ -9,8 +9,8 @@ import (
 
 	"github.com/cutover/cutover/bench"
 	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -32,7 +32,7 @@ func benchCopy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	n := fs.Int("conversations", 3, "large conversations to migrate, one at a time")
 	size := fs.Int("messages", 4000, "messages per conversation")
-	pageLimit := fs.Int("page-limit", services.DefaultPageLimit, "export page size, for the migration and the raw copy alike")
+	pageLimit := fs.Int("page-limit", contract.DefaultPageLimit, "export page size, for the migration and the raw copy alike")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ type chaosRun struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	lk     *kvrouting.Locker
-	dir    *natsDirectory
+	dir    *contractnats.Directory
 	orch   *orchestrator.Client
 	rep    *chaosReport
 	obs    *routingObserver

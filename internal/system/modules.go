@@ -88,13 +88,23 @@ type metricsFeed struct {
 	Resolvers Resolvers `optional:"true"`
 }
 
-func provideDirectory(cfg *Config, nc *nats.Conn, js jetstream.JetStream, hs *HTTPServer) *natsDirectory {
-	return newNATSDirectory(nc, js, func() string {
+// provideDirectory is the workers' directory over the NATS contract,
+// validating through this process's API once it listens.
+func provideDirectory(cfg *Config, nc *nats.Conn, js jetstream.JetStream, hs *HTTPServer) *contractnats.Directory {
+	return newDirectory(cfg, nc, js, func() string {
 		if hs == nil || hs.Addr == "" {
 			return ""
 		}
 		return hs.URL()
-	}, cfg.ServiceSecret)
+	})
+}
+
+// newDirectory is the orchestrator's directory over the NATS contract for
+// the chat services, validating through the API at apiURL() ("" = through
+// the contract's digests).
+func newDirectory(cfg *Config, nc *nats.Conn, js jetstream.JetStream, apiURL func() string) *contractnats.Directory {
+	return contractnats.NewDirectory(nc, js, chat.ServicesFor, contractnats.DirectoryOptions{
+		APIURL: apiURL, APIDigestsPath: api.InternalDigestsPath, Secret: cfg.ServiceSecret})
 }
 
 func provideOrchClient(nc *nats.Conn, js jetstream.JetStream) *orchestrator.Client {
@@ -103,7 +113,7 @@ func provideOrchClient(nc *nats.Conn, js jetstream.JetStream) *orchestrator.Clie
 
 // provideWorkers builds cfg.Workers workers (none for -1) and runs each as
 // an actor: a worker whose consumers fail stops the process.
-func provideWorkers(cfg *Config, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir *natsDirectory, actors *Actors) ([]*orchestrator.Worker, error) {
+func provideWorkers(cfg *Config, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir *contractnats.Directory, actors *Actors) ([]*orchestrator.Worker, error) {
 	if err := Provision(context.Background(), js, ProvisionConfig{Nodes: cfg.Cluster, Migration: true, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
 	"github.com/cutover/cutover/projector/httpapi"
+	"github.com/cutover/cutover/services/contractnats"
 	"github.com/cutover/cutover/services/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -115,8 +116,8 @@ func OrchestratorRole(cfg *Config, ep *Endpoint, base APIBase) fx.Option {
 
 // provideRoleDirectory is the orchestrator's directory over the NATS
 // contract, validating through base when it is set.
-func provideRoleDirectory(cfg *Config, nc *nats.Conn, js jetstream.JetStream, base APIBase) *natsDirectory {
-	return newNATSDirectory(nc, js, func() string { return string(base) }, cfg.ServiceSecret)
+func provideRoleDirectory(cfg *Config, nc *nats.Conn, js jetstream.JetStream, base APIBase) *contractnats.Directory {
+	return newDirectory(cfg, nc, js, func() string { return string(base) })
 }
 
 // ProjectorAddr is the projector role's HTTP listen address.

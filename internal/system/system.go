@@ -16,6 +16,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
+	"github.com/cutover/cutover/services/contractnats"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/fx"
@@ -73,7 +74,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	var (
 		ep   *Endpoint
 		hs   *HTTPServer
-		dir  *natsDirectory
+		dir  *contractnats.Directory
 		opts = []fx.Option{Core(&cfg), API(), fx.Provide(provideDirectory, provideOrchClient, provideWorkers),
 			fx.Populate(&ep, &hs, &s.NC, &s.JS, &s.Routing, &s.Locker, &s.Resolvers, &s.Regions, &s.Orch, &dir, &s.Workers, &s.Metrics)}
 	)

@@ -167,10 +167,10 @@ func (s *Server) routes() {
 
 	s.handle("GET /v1/routing/{kind}/{id}", s.getRouting)
 
-	s.handle("GET /v1/internal/regions/{region}/conversations/{id}/digests", s.internalDigests(chat.KindConversation))
-	s.handle("GET /v1/internal/regions/{region}/conversations/{id}/slice", s.internalSlice(chat.KindConversation))
-	s.handle("GET /v1/internal/regions/{region}/media/{id}/digests", s.internalDigests(chat.KindMedia))
-	s.handle("GET /v1/internal/regions/{region}/media/{id}/slice", s.internalSlice(chat.KindMedia))
+	for kind, coll := range internalCollections {
+		s.handle("GET /v1/internal/regions/{region}/"+coll+"/{id}/digests", s.internalDigests(kind))
+		s.handle("GET /v1/internal/regions/{region}/"+coll+"/{id}/slice", s.internalSlice(kind))
+	}
 }
 
 // handlerFunc is an authenticated handler; a returned error is written as

@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 )
 
 func TestIdempotentPost(t *testing.T) {
@@ -351,7 +352,7 @@ func TestMediaAndReads(t *testing.T) {
 		t.Fatalf("message media %v", m.Media)
 	}
 	p, _ := e.regions[regionA].Participant("messages")
-	pg, err := p.Export(context.Background(), services.ExportRequest{Resource: chat.ConvResource(conv), Mode: services.Historical})
+	pg, err := p.Export(context.Background(), contract.ExportRequest{Resource: chat.ConvResource(conv), Mode: contract.Historical})
 	if err != nil || !slices.Equal(pg.Dependents, []string{"media/" + mj.ID}) {
 		t.Fatalf("export dependents %v, %v", pg.Dependents, err)
 	}
@@ -393,6 +394,18 @@ func TestMediaAndReads(t *testing.T) {
 	if len(sl.Services) != 1 || len(rs) != 2 || rs[0].Hash == "" || rs[0].Version+rs[1].Version != 3 {
 		t.Fatalf("slice %+v", sl)
 	}
-	e.must(e.do(req{method: "GET", path: "/v1/internal/regions/" + regionA + "/media/" + mj.ID + "/digests", auth: "svc:validator:" + svcSecret}), 200)
+	mediaDigests, err := api.InternalDigestsPath(regionA, chat.MediaResource(mj.ID))
+	if err != nil || mediaDigests != "/v1/internal/regions/"+regionA+"/media/"+mj.ID+"/digests" {
+		t.Fatalf("InternalDigestsPath(media) = %q, %v", mediaDigests, err)
+	}
+	e.must(e.do(req{method: "GET", path: mediaDigests, auth: "svc:validator:" + svcSecret}), 200)
+	convDigests, err := api.InternalDigestsPath(regionA, chat.ConvResource(conv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.must(e.do(req{method: "GET", path: convDigests, auth: "svc:validator:" + svcSecret}), 200)
+	if _, err := api.InternalDigestsPath(regionA, "tenant/acme"); err == nil {
+		t.Fatal("InternalDigestsPath(tenant/acme): no error")
+	}
 
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // IdentityKind says whether a caller is a user or a service.
@@ -40,8 +41,8 @@ type Identity struct {
 }
 
 // Authenticator turns a request's credentials into an Identity. It returns
-// a *services.Error with CodeUnauthorized for missing or bad credentials
-// (any other error is reported as 401 too, unless it is a *services.Error
+// a *contract.Error with CodeUnauthorized for missing or bad credentials
+// (any other error is reported as 401 too, unless it is a *contract.Error
 // with another code). Implementations must be safe for concurrent use.
 type Authenticator interface {
 	Authenticate(r *http.Request) (Identity, error)
@@ -69,7 +70,7 @@ func (a DevAuth) Authenticate(r *http.Request) (Identity, error) {
 	case strings.HasPrefix(tok, "user:"):
 		id := strings.TrimPrefix(tok, "user:")
 		if err := chat.ValidID("user id", id); err != nil {
-			return Identity{}, services.Errorf(services.CodeUnauthorized, "bad user token: %s", services.ToError(err).Message)
+			return Identity{}, contract.Errorf(contract.CodeUnauthorized, "bad user token: %s", services.ToError(err).Message)
 		}
 		return Identity{Kind: User, Name: id}, nil
 	case strings.HasPrefix(tok, "svc:"):
@@ -79,22 +80,22 @@ func (a DevAuth) Authenticate(r *http.Request) (Identity, error) {
 		// which names exist.
 		match := subtle.ConstantTimeCompare([]byte(secret), []byte(want)) == 1
 		if !ok || name == "" || !known || want == "" || !match {
-			return Identity{}, services.Errorf(services.CodeUnauthorized, "bad service credentials")
+			return Identity{}, contract.Errorf(contract.CodeUnauthorized, "bad service credentials")
 		}
 		return Identity{Kind: Service, Name: name}, nil
 	}
-	return Identity{}, services.Errorf(services.CodeUnauthorized, "unrecognised bearer token (want user:<id> or svc:<name>:<secret>)")
+	return Identity{}, contract.Errorf(contract.CodeUnauthorized, "unrecognised bearer token (want user:<id> or svc:<name>:<secret>)")
 }
 
 // bearer returns the request's bearer token.
 func bearer(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return "", services.Errorf(services.CodeUnauthorized, "missing Authorization header")
+		return "", contract.Errorf(contract.CodeUnauthorized, "missing Authorization header")
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return "", services.Errorf(services.CodeUnauthorized, "want Authorization: Bearer <token>")
+		return "", contract.Errorf(contract.CodeUnauthorized, "want Authorization: Bearer <token>")
 	}
 	return strings.TrimSpace(tok), nil
 }

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/chat/conversations"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // conversationJSON is the conversation as the API shows it.
@@ -41,7 +41,7 @@ type createConversationRequest struct {
 // first attempt stopped half-way.
 func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who Identity) error {
 	if who.Kind != User {
-		return services.Errorf(services.CodeForbidden, "only users create conversations")
+		return contract.Errorf(contract.CodeForbidden, "only users create conversations")
 	}
 	var req createConversationRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
@@ -70,7 +70,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who 
 	roster = slices.Compact(roster)
 	home := s.cfg.Regions[s.cfg.DefaultRegion]
 	if limit := home.Conversations().MaxMembers(); len(roster) > limit {
-		return services.Errorf(services.CodeInvalid, "%d members, at most %d", len(roster), limit)
+		return contract.Errorf(contract.CodeInvalid, "%d members, at most %d", len(roster), limit)
 	}
 	res := kvrouting.Resource{Kind: chat.KindConversation, ID: id}
 	doc, err := s.cfg.Locker.Register(r.Context(), res, s.cfg.DefaultRegion)
@@ -82,7 +82,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who 
 	// attempt stopped after registering.
 	region := s.cfg.Regions[doc.Primary.Region]
 	if region == nil {
-		return services.Errorf(services.CodeConflict, "conversation %q already exists", id)
+		return contract.Errorf(contract.CodeConflict, "conversation %q already exists", id)
 	}
 	d := s.decideAt(doc, region.Name(), kvrouting.OpNewWrite)
 	c, err := region.Conversations().Create(r.Context(), d, id, req.Title, who.Name, roster)

@@ -22,9 +22,9 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/nats/natstest"
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // FuzzHandlers serves fuzzed requests (method, path and query, Authorization
@@ -340,7 +340,7 @@ func (fe *fuzzEnv) snapshot(t *testing.T, watch []string) map[string]string {
 	for name, reg := range fe.regions {
 		for _, p := range reg.Participants() {
 			for _, res := range watch {
-				pg, err := p.Export(ctx, services.ExportRequest{Resource: res, Mode: services.Historical, Limit: 1})
+				pg, err := p.Export(ctx, contract.ExportRequest{Resource: res, Mode: contract.Historical, Limit: 1})
 				v := fmt.Sprint(pg.SyncToken)
 				if err != nil {
 					v = "error: " + err.Error()

@@ -18,9 +18,9 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/nats/natstest"
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -316,7 +316,7 @@ func convRes(id string) kvrouting.Resource {
 // copyAll exports every conversation service's records of res from region
 // src (historical when tokens is nil, else delta from the tokens) and
 // imports them at dst, in pages of limit. It returns the sync tokens.
-func (e *env) copyAll(res, src, dst string, mode services.ExportMode, tokens map[string]uint64, limit int) map[string]uint64 {
+func (e *env) copyAll(res, src, dst string, mode contract.ExportMode, tokens map[string]uint64, limit int) map[string]uint64 {
 	e.t.Helper()
 	ctx := context.Background()
 	out := map[string]uint64{}
@@ -325,7 +325,7 @@ func (e *env) copyAll(res, src, dst string, mode services.ExportMode, tokens map
 		if !ok {
 			e.t.Fatalf("no %s at %s", sp.Service(), dst)
 		}
-		rq := services.ExportRequest{Resource: res, Mode: mode, SyncToken: tokens[sp.Service()], Limit: limit}
+		rq := contract.ExportRequest{Resource: res, Mode: mode, SyncToken: tokens[sp.Service()], Limit: limit}
 		for {
 			pg, err := sp.Export(ctx, rq)
 			if err != nil {
@@ -348,7 +348,7 @@ func (e *env) copyAll(res, src, dst string, mode services.ExportMode, tokens map
 func (e *env) fence(res, region string, level store.FenceLevel, lock kvrouting.Lock) {
 	e.t.Helper()
 	for _, p := range e.regions[region].ParticipantsFor(chat.KindConversation) {
-		if err := p.SetFence(context.Background(), res, services.FenceFor(level, string(lock.Token), lock.Expiry, skew)); err != nil {
+		if err := p.SetFence(context.Background(), res, contract.FenceFor(level, string(lock.Token), lock.Expiry, skew)); err != nil {
 			e.t.Fatalf("%s SetFence: %v", p.Service(), err)
 		}
 	}
@@ -385,10 +385,10 @@ func (e *env) lockTo(res kvrouting.Resource, target, state string) (kvrouting.To
 
 // storedRecord returns the record id of res in service at region, live or
 // tombstone, from a historical export (the only view of a tombstone).
-func (e *env) storedRecord(region, service, res, id string) (services.Record, bool) {
+func (e *env) storedRecord(region, service, res, id string) (contract.Record, bool) {
 	e.t.Helper()
 	p, _ := e.regions[region].Participant(service)
-	rq := services.ExportRequest{Resource: res, Mode: services.Historical}
+	rq := contract.ExportRequest{Resource: res, Mode: contract.Historical}
 	for {
 		pg, err := p.Export(context.Background(), rq)
 		if err != nil {
@@ -400,7 +400,7 @@ func (e *env) storedRecord(region, service, res, id string) (services.Record, bo
 			}
 		}
 		if !pg.More {
-			return services.Record{}, false
+			return contract.Record{}, false
 		}
 		rq.SyncToken, rq.Cursor = pg.SyncToken, pg.Next
 	}

@@ -6,15 +6,41 @@ import (
 	"encoding/hex"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // The /v1/internal routes serve pre-cutover validation (paper 001 §5.3):
 // a service identity reads one region's copy of a resource, whatever the
 // routing says, through the services' user read path.
+
+// internalCollections names the path segment of each resource kind's
+// internal routes: /v1/internal/regions/{region}/<collection>/{id}/...
+var internalCollections = map[string]string{
+	chat.KindConversation: "conversations",
+	chat.KindMedia:        "media",
+}
+
+// InternalDigestsPath returns the path, under the API's base URL, of the
+// region-pinned validation route that serves the slice digests of resource
+// ("conv/<id>", "media/<id>") at region:
+// /v1/internal/regions/<region>/<conversations|media>/<id>/digests. The
+// orchestrator's NATS directory reads validation digests there
+// (contractnats.DirectoryOptions.APIDigestsPath). Errors: a CodeInvalid
+// *contract.Error for a resource of another kind or without an id. Safe
+// for concurrent use.
+func InternalDigestsPath(region, resource string) (string, error) {
+	kind, id, _ := strings.Cut(resource, "/")
+	coll, ok := internalCollections[kind]
+	if !ok || id == "" {
+		return "", contract.Errorf(contract.CodeInvalid, "resource %q has no validation route", resource)
+	}
+	return "/v1/internal/regions/" + url.PathEscape(region) + "/" + coll + "/" + url.PathEscape(id) + "/digests", nil
+}
 
 type digestJSON struct {
 	Slice int64  `json:"slice"`
@@ -47,12 +73,12 @@ type sliceJSON struct {
 // internalTarget checks the caller and the path of an internal route.
 func (s *Server) internalTarget(r *http.Request, who Identity, kind string) (*chat.Region, string, error) {
 	if who.Kind != Service {
-		return nil, "", services.Errorf(services.CodeForbidden, "validation routes take a service identity")
+		return nil, "", contract.Errorf(contract.CodeForbidden, "validation routes take a service identity")
 	}
 	name := r.PathValue("region")
 	region := s.cfg.Regions[name]
 	if region == nil {
-		return nil, "", services.Errorf(services.CodeNotFound, "region %q is not served here", name)
+		return nil, "", contract.Errorf(contract.CodeNotFound, "region %q is not served here", name)
 	}
 	id := r.PathValue("id")
 	if err := chat.ValidID(kind+" id", id); err != nil {
@@ -63,7 +89,7 @@ func (s *Server) internalTarget(r *http.Request, who Identity, kind string) (*ch
 
 // participantsOf returns the region's services for kind, or the one named
 // by the "service" query parameter.
-func participantsOf(r *http.Request, region *chat.Region, kind string) ([]services.Participant, error) {
+func participantsOf(r *http.Request, region *chat.Region, kind string) ([]contract.Participant, error) {
 	ps := region.ParticipantsFor(kind)
 	name := r.URL.Query().Get("service")
 	if name == "" {
@@ -71,10 +97,10 @@ func participantsOf(r *http.Request, region *chat.Region, kind string) ([]servic
 	}
 	for _, p := range ps {
 		if p.Service() == name {
-			return []services.Participant{p}, nil
+			return []contract.Participant{p}, nil
 		}
 	}
-	return nil, services.Errorf(services.CodeInvalid, "no service %q for %s resources", name, kind)
+	return nil, contract.Errorf(contract.CodeInvalid, "no service %q for %s resources", name, kind)
 }
 
 // internalDigests: GET /v1/internal/regions/{region}/{kind}/{id}/digests —
@@ -125,13 +151,13 @@ func (s *Server) internalSlice(kind string) handlerFunc {
 			if s := q.Get(p.name); s != "" {
 				n, err := strconv.ParseInt(s, 10, 64)
 				if err != nil || n < 0 {
-					return services.Errorf(services.CodeInvalid, "%s must be a non-negative unix-nanosecond integer", p.name)
+					return contract.Errorf(contract.CodeInvalid, "%s must be a non-negative unix-nanosecond integer", p.name)
 				}
 				*p.v = n
 			}
 		}
 		if to < from {
-			return services.Errorf(services.CodeInvalid, "to before from")
+			return contract.Errorf(contract.CodeInvalid, "to before from")
 		}
 		ps, err := participantsOf(r, region, kind)
 		if err != nil {
@@ -158,7 +184,7 @@ func (s *Server) internalSlice(kind string) handlerFunc {
 // contentHash is the SHA-256 of a record's content (id, kind, creation
 // time, data, refs, each length-prefixed): equal across regions exactly
 // when the content is.
-func contentHash(rec services.Record) string {
+func contentHash(rec contract.Record) string {
 	h := sha256.New()
 	put := func(b []byte) {
 		_, _ = h.Write(binary.AppendUvarint(nil, uint64(len(b))))

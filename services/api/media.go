@@ -10,6 +10,7 @@ import (
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/chat/media"
+	"github.com/cutover/cutover/services/contract"
 )
 
 type mediaJSON struct {
@@ -35,18 +36,18 @@ func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request, who Identit
 	svc := rt.region.Media()
 	limit := min(s.cfg.MaxBodyBytes, int64(svc.MaxBytes()))
 	if r.ContentLength > limit {
-		return services.Errorf(services.CodeTooLarge, "media of %d bytes, at most %d", r.ContentLength, limit)
+		return contract.Errorf(contract.CodeTooLarge, "media of %d bytes, at most %d", r.ContentLength, limit)
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return services.Errorf(services.CodeTooLarge, "media larger than %d bytes", limit)
+			return contract.Errorf(contract.CodeTooLarge, "media larger than %d bytes", limit)
 		}
-		return services.Errorf(services.CodeInvalid, "reading body: %v", err)
+		return contract.Errorf(contract.CodeInvalid, "reading body: %v", err)
 	}
 	if len(data) == 0 {
-		return services.Errorf(services.CodeInvalid, "empty media")
+		return contract.Errorf(contract.CodeInvalid, "empty media")
 	}
 	if err := media.ValidContentType(ct); err != nil {
 		return err
@@ -83,8 +84,8 @@ func (s *Server) getMedia(w http.ResponseWriter, r *http.Request, who Identity) 
 		return err
 	}
 	if _, err := s.conversation(r, b.Conversation, kvrouting.OpRead, who); err != nil {
-		if services.ToError(err).Code == services.CodeNotFound {
-			return services.Errorf(services.CodeNotFound, "media %q not found", mid)
+		if services.ToError(err).Code == contract.CodeNotFound {
+			return contract.Errorf(contract.CodeNotFound, "media %q not found", mid)
 		}
 		return err
 	}

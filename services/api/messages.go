@@ -11,6 +11,7 @@ import (
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/chat/messages"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // messageJSON is a message as the API shows it.
@@ -88,20 +89,20 @@ func (s *Server) checkMedia(r *http.Request, conv, mid string) error {
 	}
 	rt, err := s.route(r, kvrouting.Resource{Kind: chat.KindMedia, ID: mid}, kvrouting.OpRead, "media")
 	if err != nil {
-		if services.ToError(err).Code == services.CodeNotFound {
-			return services.Errorf(services.CodeInvalid, "unknown media %q", mid)
+		if services.ToError(err).Code == contract.CodeNotFound {
+			return contract.Errorf(contract.CodeInvalid, "unknown media %q", mid)
 		}
 		return err
 	}
 	b, err := rt.region.Media().Stat(r.Context(), mid)
 	if err != nil {
-		if services.ToError(err).Code == services.CodeNotFound {
-			return services.Errorf(services.CodeInvalid, "unknown media %q", mid)
+		if services.ToError(err).Code == contract.CodeNotFound {
+			return contract.Errorf(contract.CodeInvalid, "unknown media %q", mid)
 		}
 		return err
 	}
 	if b.Conversation != conv {
-		return services.Errorf(services.CodeInvalid, "media %q belongs to another conversation", mid)
+		return contract.Errorf(contract.CodeInvalid, "media %q belongs to another conversation", mid)
 	}
 	return nil
 }
@@ -119,7 +120,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, who Identi
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > s.cfg.MaxPageSize {
-			return services.Errorf(services.CodeInvalid, "limit must be an integer from 1 to %d", s.cfg.MaxPageSize)
+			return contract.Errorf(contract.CodeInvalid, "limit must be an integer from 1 to %d", s.cfg.MaxPageSize)
 		}
 		limit = n
 	}
@@ -161,11 +162,11 @@ func decodeCursor(s string) (messages.Position, error) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(b) < 9 {
-		return messages.Position{}, services.Errorf(services.CodeInvalid, "malformed cursor")
+		return messages.Position{}, contract.Errorf(contract.CodeInvalid, "malformed cursor")
 	}
 	p := messages.Position{CreatedAt: int64(binary.BigEndian.Uint64(b[:8])), ID: string(b[8:])}
 	if p.CreatedAt < 0 || chat.ValidID("cursor", p.ID) != nil {
-		return messages.Position{}, services.Errorf(services.CodeInvalid, "malformed cursor")
+		return messages.Position{}, contract.Errorf(contract.CodeInvalid, "malformed cursor")
 	}
 	return p, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // errorJSON is the body of every error response:
@@ -32,17 +33,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	body := errorJSON{Code: string(e.Code), Message: e.Message, Lock: e.Lock}
 	status := e.Code.HTTPStatus()
 	switch e.Code {
-	case services.CodeInternal:
+	case contract.CodeInternal:
 		s.log.Error("api: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		body.Message = "internal error"
-	case services.CodeLocked:
+	case contract.CodeLocked:
 		ra := max(e.RetryAfter, time.Second)
 		secs := int64((ra + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		body.RetryAfterMS = ra.Milliseconds()
-	case services.CodeUnauthorized:
+	case contract.CodeUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cutover"`)
-	case services.CodeUnavailable:
+	case contract.CodeUnavailable:
 		w.Header().Set("Retry-After", "1")
 	}
 	writeErrorBody(w, status, body)
@@ -60,21 +61,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// authError maps an Authenticator error: a *services.Error keeps its code,
+// authError maps an Authenticator error: a *contract.Error keeps its code,
 // anything else is 401.
 func authError(err error) error {
-	var e *services.Error
+	var e *contract.Error
 	if errors.As(err, &e) {
 		return e
 	}
-	return services.Errorf(services.CodeUnauthorized, "authentication failed")
+	return contract.Errorf(contract.CodeUnauthorized, "authentication failed")
 }
 
 // decodeJSON reads one JSON object into v: at most MaxBodyBytes (413
 // beyond), no unknown fields, nothing after the object (400).
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if r.ContentLength > s.cfg.MaxBodyBytes {
-		return services.Errorf(services.CodeTooLarge, "body of %d bytes, at most %d", r.ContentLength, s.cfg.MaxBodyBytes)
+		return contract.Errorf(contract.CodeTooLarge, "body of %d bytes, at most %d", r.ContentLength, s.cfg.MaxBodyBytes)
 	}
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	dec := json.NewDecoder(body)
@@ -86,7 +87,7 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 		if err != nil {
 			return bodyError(err, s.cfg.MaxBodyBytes)
 		}
-		return services.Errorf(services.CodeInvalid, "malformed JSON: data after the object")
+		return contract.Errorf(contract.CodeInvalid, "malformed JSON: data after the object")
 	}
 	return nil
 }
@@ -95,9 +96,9 @@ func bodyError(err error, limit int64) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return services.Errorf(services.CodeTooLarge, "body larger than %d bytes", limit)
+		return contract.Errorf(contract.CodeTooLarge, "body larger than %d bytes", limit)
 	case errors.Is(err, io.EOF):
-		return services.Errorf(services.CodeInvalid, "empty body; want a JSON object")
+		return contract.Errorf(contract.CodeInvalid, "empty body; want a JSON object")
 	}
-	return services.Errorf(services.CodeInvalid, "malformed JSON: %v", err)
+	return contract.Errorf(contract.CodeInvalid, "malformed JSON: %v", err)
 }

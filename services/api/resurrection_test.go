@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -38,7 +38,7 @@ func TestResurrection(t *testing.T) {
 			if fenced {
 				e.fence(res, regionA, store.FenceHardDelete, doc.Primary.Lock)
 			}
-			tokens := e.copyAll(res, regionA, regionB, services.Historical, nil, 2)
+			tokens := e.copyAll(res, regionA, regionB, contract.Historical, nil, 2)
 
 			// 1. M was copied. 2. The user deletes M at the source while the
 			// migration continues. Other traffic goes on.
@@ -60,7 +60,7 @@ func TestResurrection(t *testing.T) {
 			}
 			e.must(e.do(req{method: "POST", path: base, auth: user("bob"), body: map[string]string{"id": "m7", "text": "during the write lock"}}), 423)
 			e.must(e.do(req{method: "DELETE", path: base + "/m3", auth: user("alice")}), 423)
-			e.copyAll(res, regionA, regionB, services.Delta, tokens, 2)
+			e.copyAll(res, regionA, regionB, contract.Delta, tokens, 2)
 
 			// Pre-cutover validation through the API: both regions' digests agree.
 			type digest struct {

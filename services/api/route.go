@@ -8,6 +8,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // routed is where a request goes and what it may do there.
@@ -29,7 +30,7 @@ func (s *Server) resolverFor(region string) *kvrouting.Resolver {
 
 // route resolves res, picks the region that serves it (the primary, or the
 // pinned region) and takes the decision for op there (paper 001 §5.2). what
-// names the resource in a not-found message. Errors: *services.Error —
+// names the resource in a not-found message. Errors: *contract.Error —
 // not_found (no routing document), invalid (bad id, unknown pinned region),
 // unavailable (routing store down, or a region this server does not serve).
 func (s *Server) route(r *http.Request, res kvrouting.Resource, op kvrouting.OpClass, what string) (routed, error) {
@@ -42,13 +43,13 @@ func (s *Server) route(r *http.Request, res kvrouting.Resource, op kvrouting.OpC
 	region := rs.Doc.Primary.Region
 	if pin := r.Header.Get(RegionHeader); pin != "" && s.cfg.AllowRegionPin {
 		if s.cfg.Regions[pin] == nil {
-			return routed{}, services.Errorf(services.CodeInvalid, "pinned region %q is not served here", pin)
+			return routed{}, contract.Errorf(contract.CodeInvalid, "pinned region %q is not served here", pin)
 		}
 		region = pin
 	}
 	reg := s.cfg.Regions[region]
 	if reg == nil {
-		return routed{}, services.Errorf(services.CodeUnavailable, "%s %q lives in region %s, which this server does not serve", what, res.ID, region)
+		return routed{}, contract.Errorf(contract.CodeUnavailable, "%s %q lives in region %s, which this server does not serve", what, res.ID, region)
 	}
 	// The region that executes decides, with its own routing view.
 	rv := s.resolverFor(region)
@@ -72,16 +73,16 @@ func (s *Server) decideAt(doc *kvrouting.Document, region string, op kvrouting.O
 func routingError(err error, what, id string) error {
 	switch {
 	case errors.Is(err, kvrouting.ErrNotFound):
-		return services.Errorf(services.CodeNotFound, "%s %q not found", what, id)
+		return contract.Errorf(contract.CodeNotFound, "%s %q not found", what, id)
 	case errors.Is(err, kvrouting.ErrInvalid):
-		return services.Errorf(services.CodeInvalid, "%s id %q: %v", what, id, err)
+		return contract.Errorf(contract.CodeInvalid, "%s id %q: %v", what, id, err)
 	}
 	return services.ToError(err)
 }
 
 // conversation routes a request on conversation id for op, refuses it with
 // 423 if the decision rejects it, and checks that who is a participant at
-// the serving region. Errors: *services.Error — invalid, not_found, locked,
+// the serving region. Errors: *contract.Error — invalid, not_found, locked,
 // forbidden, unavailable, internal.
 func (s *Server) conversation(r *http.Request, id string, op kvrouting.OpClass, who Identity) (routed, error) {
 	if err := chat.ValidID("conversation id", id); err != nil {
@@ -104,14 +105,14 @@ func (s *Server) conversation(r *http.Request, id string, op kvrouting.OpClass, 
 // conversation id at region.
 func (s *Server) participant(ctx context.Context, region *chat.Region, id string, who Identity) error {
 	if who.Kind != User {
-		return services.Errorf(services.CodeForbidden, "only participants may access a conversation")
+		return contract.Errorf(contract.CodeForbidden, "only participants may access a conversation")
 	}
 	ok, err := region.Conversations().IsMember(ctx, id, who.Name)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return services.Errorf(services.CodeForbidden, "%q is not a participant of conversation %q", who.Name, id)
+		return contract.Errorf(contract.CodeForbidden, "%q is not a participant of conversation %q", who.Name, id)
 	}
 	return nil
 }

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // SignedAuth is the production Authenticator: a user token is
@@ -62,7 +62,7 @@ func (a SignedAuth) Authenticate(r *http.Request) (Identity, error) {
 	if strings.HasPrefix(tok, "svc:") {
 		return DevAuth{ServiceSecrets: a.ServiceSecrets}.Authenticate(r)
 	}
-	bad := services.Errorf(services.CodeUnauthorized, "bad or expired user token")
+	bad := contract.Errorf(contract.CodeUnauthorized, "bad or expired user token")
 	if len(a.Secret) < 16 || !strings.HasPrefix(tok, userTokenPrefix) {
 		return Identity{}, bad
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 func TestSignedAuth(t *testing.T) {
@@ -37,8 +37,8 @@ func TestSignedAuth(t *testing.T) {
 		"truncated": tok[:len(tok)-3], "garbage": "u1.x.y.z", "bad service secret": "svc:validator:nope",
 	} {
 		_, err := auth(bad)
-		var e *services.Error
-		if !errors.As(err, &e) || e.Code != services.CodeUnauthorized {
+		var e *contract.Error
+		if !errors.As(err, &e) || e.Code != contract.CodeUnauthorized {
 			t.Errorf("%s: got %v, want unauthorized", name, err)
 		}
 	}

@@ -2,14 +2,14 @@
 // region: conversations (metadata and roster), messages, reactions,
 // readstate (per-user consumption) and media (blobs, a dependent resource
 // with its own routing document). Each service is its own package with its
-// own Pebble store and implements services.Participant, the migration
+// own Pebble store and implements contract.Participant, the migration
 // contract.
 //
 // Every user operation of the services takes the kvrouting.Decision the
 // caller made for it at this region and applies it before touching storage
 // (paper 001 §5.2, Table 4): Allow performs the operation (the store still
 // checks its per-resource fence atomically), Tombstone turns a delete into a
-// tombstone, Reject returns a *services.Error with CodeLocked and a
+// tombstone, Reject returns a *contract.Error with CodeLocked and a
 // RetryAfter.
 package chat
 
@@ -18,17 +18,18 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat/conversations"
 	"github.com/cutover/cutover/services/chat/internal/core"
 	"github.com/cutover/cutover/services/chat/media"
 	"github.com/cutover/cutover/services/chat/messages"
 	"github.com/cutover/cutover/services/chat/reactions"
 	"github.com/cutover/cutover/services/chat/readstate"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -168,25 +169,38 @@ func (r *Region) Media() *media.Service { return r.media }
 // ServiceNames order. A service that owns nothing of a resource exports
 // empty pages for it, so migrating any resource through all of them is
 // correct; ParticipantsFor returns only the ones that matter.
-func (r *Region) Participants() []services.Participant {
-	return []services.Participant{r.conversations, r.messages, r.reactions, r.readstate, r.media}
+func (r *Region) Participants() []contract.Participant {
+	return []contract.Participant{r.conversations, r.messages, r.reactions, r.readstate, r.media}
 }
 
-// ParticipantsFor returns the contracts of the services that own records of
+// kindServices is the one table of which services own records of each
+// resource kind; ServicesFor and ParticipantsFor read it, and the NATS
+// directory gets it through ServicesFor. Names are sorted.
+var kindServices = map[string][]string{
+	KindConversation: {conversations.ServiceName, messages.ServiceName, reactions.ServiceName, readstate.ServiceName},
+	KindMedia:        {media.ServiceName},
+}
+
+// ServicesFor returns the names, sorted, of the services that own records of
 // resources of kind: conversations, messages, reactions and readstate for
-// "conv", media for "media", none for other kinds.
-func (r *Region) ParticipantsFor(kind string) []services.Participant {
-	switch kind {
-	case KindConversation:
-		return []services.Participant{r.conversations, r.messages, r.reactions, r.readstate}
-	case KindMedia:
-		return []services.Participant{r.media}
+// "conv", media for "media", none for other kinds. The result is the
+// caller's to keep. Safe for concurrent use.
+func ServicesFor(kind string) []string { return slices.Clone(kindServices[kind]) }
+
+// ParticipantsFor returns the contracts of the services that own records of
+// resources of kind (ServicesFor), in the same order; nil for other kinds.
+func (r *Region) ParticipantsFor(kind string) []contract.Participant {
+	var out []contract.Participant
+	for _, name := range kindServices[kind] {
+		if p, ok := r.Participant(name); ok {
+			out = append(out, p)
+		}
 	}
-	return nil
+	return out
 }
 
 // Participant returns the contract of the named service.
-func (r *Region) Participant(service string) (services.Participant, bool) {
+func (r *Region) Participant(service string) (contract.Participant, bool) {
 	for _, p := range r.Participants() {
 		if p.Service() == service {
 			return p, true
@@ -207,7 +221,7 @@ func (r *Region) Close() error {
 	return errors.Join(errs...)
 }
 
-// ValidID returns a *services.Error with CodeInvalid unless id is usable as
+// ValidID returns a *contract.Error with CodeInvalid unless id is usable as
 // a conversation, message, media or user id: non-empty, at most 128 bytes of
 // UTF-8, no control characters. what names the id in the message.
 func ValidID(what, id string) error { return core.ValidID(what, id) }
@@ -215,7 +229,7 @@ func ValidID(what, id string) error { return core.ValidID(what, id) }
 // NewID returns prefix followed by 2n random hex digits.
 func NewID(prefix string, n int) string { return core.NewID(prefix, n) }
 
-// LockedError returns the *services.Error (CodeLocked, with RetryAfter at
+// LockedError returns the *contract.Error (CodeLocked, with RetryAfter at
 // least one second and Lock naming the reason) for a rejecting decision:
 // what every service returns for kvrouting.Reject (paper 001 §4.4).
-func LockedError(d kvrouting.Decision) *services.Error { return core.LockedError(d) }
+func LockedError(d kvrouting.Decision) *contract.Error { return core.LockedError(d) }

@@ -9,6 +9,7 @@ import (
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/chat/messages"
+	"github.com/cutover/cutover/services/contract"
 )
 
 func TestRegion(t *testing.T) {
@@ -18,7 +19,7 @@ func TestRegion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := func(ps []services.Participant) []string {
+	names := func(ps []contract.Participant) []string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, p.Service())
@@ -34,6 +35,15 @@ func TestRegion(t *testing.T) {
 	if got := names(r.ParticipantsFor(chat.KindMedia)); !slices.Equal(got, []string{"media"}) {
 		t.Fatalf("ParticipantsFor(media) %v", got)
 	}
+	for _, kind := range []string{chat.KindConversation, chat.KindMedia, "other"} {
+		if got, want := chat.ServicesFor(kind), names(r.ParticipantsFor(kind)); !slices.Equal(got, want) || !slices.IsSorted(got) {
+			t.Fatalf("ServicesFor(%q) = %v, ParticipantsFor names %v", kind, got, want)
+		}
+	}
+	chat.ServicesFor(chat.KindMedia)[0] = "mutated" // the caller's copy
+	if got := chat.ServicesFor(chat.KindMedia); !slices.Equal(got, []string{"media"}) {
+		t.Fatalf("ServicesFor(media) after a caller's change = %v", got)
+	}
 	if p, ok := r.Participant("readstate"); !ok || p.Service() != "readstate" {
 		t.Fatal("Participant(readstate)")
 	}
@@ -46,7 +56,7 @@ func TestRegion(t *testing.T) {
 	}
 	// A rejecting decision is the 423 whatever the service.
 	rej := kvrouting.Decision{Outcome: kvrouting.Reject, Reason: kvrouting.ReasonLockedSecondary}
-	if _, _, err := r.Messages().Post(ctx, rej, "c1", messages.Message{ID: "m2", Author: "alice", Text: "x"}); services.ToError(err).Code != services.CodeLocked {
+	if _, _, err := r.Messages().Post(ctx, rej, "c1", messages.Message{ID: "m2", Author: "alice", Text: "x"}); services.ToError(err).Code != contract.CodeLocked {
 		t.Fatalf("post under Reject: %v", err)
 	}
 	if err := r.Close(); err != nil {

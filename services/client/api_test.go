@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Every method against the in-memory fake, as alice and bob.
@@ -482,9 +482,9 @@ func TestCodesMatchServer(t *testing.T) {
 		client.CodeNotFound: 404, client.CodeConflict: 409, client.CodeTooLarge: 413,
 		client.CodeLocked: 423, client.CodeUnavailable: 503, client.CodeInternal: 500,
 	}
-	server := []services.Code{services.CodeInvalid, services.CodeUnauthorized, services.CodeForbidden,
-		services.CodeNotFound, services.CodeConflict, services.CodeTooLarge, services.CodeLocked,
-		services.CodeUnavailable, services.CodeInternal}
+	server := []contract.Code{contract.CodeInvalid, contract.CodeUnauthorized, contract.CodeForbidden,
+		contract.CodeNotFound, contract.CodeConflict, contract.CodeTooLarge, contract.CodeLocked,
+		contract.CodeUnavailable, contract.CodeInternal}
 	if len(server) != len(want) {
 		t.Fatalf("server has %d codes, client %d", len(server), len(want))
 	}
@@ -499,7 +499,7 @@ func TestCodesMatchServer(t *testing.T) {
 		}
 	}
 	// A locked APIError built the way the server answers reports Locked.
-	ae := &client.APIError{Status: services.CodeLocked.HTTPStatus(), Code: client.CodeLocked}
+	ae := &client.APIError{Status: contract.CodeLocked.HTTPStatus(), Code: client.CodeLocked}
 	if !ae.Locked() {
 		t.Error("Locked() false for a 423")
 	}

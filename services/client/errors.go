@@ -31,7 +31,7 @@ var (
 )
 
 // Code is the error code in an API error body. The set is closed and mirrors
-// the server's (services.Code); a test keeps the two in step.
+// the server's (contract.Code); a test keeps the two in step.
 type Code string
 
 // Error codes of the API, with the status each comes with.

@@ -11,12 +11,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Client calls the contract of one service in one region over NATS (the
 // orchestrator's side). Every method sends one request (ReadSlice may split
-// into several) and returns errors as *services.Error: a remote error as
+// into several) and returns errors as *contract.Error: a remote error as
 // the server's code, message, retry-after and lock; CodeUnavailable when no
 // server of the service answers in the region (no responders) or the
 // request timed out or was canceled, so the caller may retry; CodeInvalid
@@ -29,7 +29,7 @@ type Client struct {
 	region  string
 	service string
 	timeout time.Duration
-	err     *services.Error // a bad Dial argument, returned by every call
+	err     *contract.Error // a bad Dial argument, returned by every call
 }
 
 // ClientOption configures Dial.
@@ -77,7 +77,7 @@ func (c *Client) Service() string { return c.service }
 // already stored (PageRef.Duplicate). Errors: CodeInvalid (bad migration
 // id, mode, resource, limit), CodeTooLarge, CodeUnavailable, and the
 // participant's own codes.
-func (c *Client) ExportToStream(ctx context.Context, migrationID string, req services.ExportRequest) (PageRef, error) {
+func (c *Client) ExportToStream(ctx context.Context, migrationID string, req contract.ExportRequest) (PageRef, error) {
 	if err := ValidateMigrationID(migrationID); err != nil {
 		return PageRef{}, invalid("%v", err)
 	}
@@ -93,11 +93,11 @@ func (c *Client) ExportToStream(ctx context.Context, migrationID string, req ser
 // (bad migration id, seq 0, the message is another migration's or
 // service's, or not a page), CodeNotFound (no message at seq), CodeUnavailable,
 // and the participant's own codes.
-func (c *Client) ImportFromStream(ctx context.Context, migrationID string, seq uint64) (services.ImportResult, error) {
+func (c *Client) ImportFromStream(ctx context.Context, migrationID string, seq uint64) (contract.ImportResult, error) {
 	if err := ValidateMigrationID(migrationID); err != nil {
-		return services.ImportResult{}, invalid("%v", err)
+		return contract.ImportResult{}, invalid("%v", err)
 	}
-	var res services.ImportResult
+	var res contract.ImportResult
 	err := c.call(ctx, OpImport, &importRequest{Migration: migrationID, Seq: seq}, &res)
 	return res, err
 }
@@ -115,23 +115,23 @@ func (c *Client) Checkpoint(ctx context.Context, migrationID string) (uint64, er
 }
 
 // Digests returns the per-slice digests of resource's live records
-// (services.Participant.Digests).
-func (c *Client) Digests(ctx context.Context, resource string) ([]services.SliceDigest, error) {
-	var d []services.SliceDigest
+// (contract.Participant.Digests).
+func (c *Client) Digests(ctx context.Context, resource string) ([]contract.SliceDigest, error) {
+	var d []contract.SliceDigest
 	err := c.call(ctx, OpDigests, &resourceRequest{Resource: resource}, &d)
 	return d, err
 }
 
 // ReadSlice returns the live records of resource with CreatedAt in
-// [from, to) (services.Participant.ReadSlice). When the records do not fit
+// [from, to) (contract.Participant.ReadSlice). When the records do not fit
 // one reply (CodeTooLarge), it reads the two halves of the interval, down to
 // single nanoseconds, and concatenates them, which keeps the (CreatedAt, ID)
 // order.
-func (c *Client) ReadSlice(ctx context.Context, resource string, from, to int64) ([]services.Record, error) {
-	var recs []services.Record
+func (c *Client) ReadSlice(ctx context.Context, resource string, from, to int64) ([]contract.Record, error) {
+	var recs []contract.Record
 	err := c.call(ctx, OpSlice, &sliceRequest{Resource: resource, From: from, To: to}, &recs)
-	var se *services.Error
-	if err == nil || !errors.As(err, &se) || se.Code != services.CodeTooLarge || to-from < 2 {
+	var se *contract.Error
+	if err == nil || !errors.As(err, &se) || se.Code != contract.CodeTooLarge || to-from < 2 {
 		return recs, err
 	}
 	mid := from + (to-from)/2
@@ -147,20 +147,20 @@ func (c *Client) ReadSlice(ctx context.Context, resource string, from, to int64)
 }
 
 // SetFence sets or raises resource's fence at the service
-// (services.Participant.SetFence; DESIGN.md "Two layers of enforcement").
+// (contract.Participant.SetFence; DESIGN.md "Two layers of enforcement").
 // The fence token travels in the request and is never logged here.
-func (c *Client) SetFence(ctx context.Context, resource string, f services.Fence) error {
+func (c *Client) SetFence(ctx context.Context, resource string, f contract.Fence) error {
 	return c.call(ctx, OpFence, &fenceRequest{Resource: resource, Fence: f}, nil)
 }
 
 // ClearFence removes resource's fence set under token
-// (services.Participant.ClearFence).
+// (contract.Participant.ClearFence).
 func (c *Client) ClearFence(ctx context.Context, resource, token string) error {
 	return c.call(ctx, OpUnfence, &unfenceRequest{Resource: resource, Token: token}, nil)
 }
 
 // Cleanup deletes resource's records at the service in this region and
-// returns how many were removed (services.Participant.Cleanup).
+// returns how many were removed (contract.Participant.Cleanup).
 func (c *Client) Cleanup(ctx context.Context, resource string) (int, error) {
 	var r cleanupReply
 	err := c.call(ctx, OpCleanup, &resourceRequest{Resource: resource}, &r)
@@ -170,12 +170,12 @@ func (c *Client) Cleanup(ctx context.Context, resource string) (int, error) {
 // FetchPage reads the page of this client's service at seq of PagesStream
 // directly from the stream (see the package function FetchPage), for tools
 // and tests that want to see what an export published.
-func (c *Client) FetchPage(ctx context.Context, migrationID string, seq uint64) (services.Page, error) {
+func (c *Client) FetchPage(ctx context.Context, migrationID string, seq uint64) (contract.Page, error) {
 	if c.err != nil {
-		return services.Page{}, c.err
+		return contract.Page{}, c.err
 	}
 	if c.js == nil {
-		return services.Page{}, invalid("contractnats: client has no JetStream")
+		return contract.Page{}, invalid("contractnats: client has no JetStream")
 	}
 	return FetchPage(ctx, c.js, migrationID, c.service, seq)
 }
@@ -204,7 +204,7 @@ func (c *Client) call(ctx context.Context, op string, req, resp any) error {
 	}
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return services.Errorf(services.CodeUnavailable,
+		return contract.Errorf(contract.CodeUnavailable,
 			"contract %s of service %q in region %q: no server answers on %s", op, c.service, c.region, subject)
 	}
 	if err != nil {
@@ -217,29 +217,29 @@ func (c *Client) call(ctx context.Context, op string, req, resp any) error {
 		return nil
 	}
 	if err := decode(reply.Data, resp); err != nil {
-		return services.Errorf(services.CodeInternal, "contract %s %s/%s: reply: %v", op, c.region, c.service, err)
+		return contract.Errorf(contract.CodeInternal, "contract %s %s/%s: reply: %v", op, c.region, c.service, err)
 	}
 	return nil
 }
 
-// remoteError rebuilds the server's *services.Error from an error reply; a
+// remoteError rebuilds the server's *contract.Error from an error reply; a
 // body that does not decode falls back to micro's headers.
-func remoteError(code string, reply *nats.Msg) *services.Error {
-	var e services.Error
+func remoteError(code string, reply *nats.Msg) *contract.Error {
+	var e contract.Error
 	if len(reply.Data) > 0 && decode(reply.Data, &e) == nil && e.Code != "" {
 		e.Code = knownCode(e.Code)
 		return &e
 	}
-	return &services.Error{Code: knownCode(services.Code(code)), Message: reply.Header.Get(micro.ErrorHeader)}
+	return &contract.Error{Code: knownCode(contract.Code(code)), Message: reply.Header.Get(micro.ErrorHeader)}
 }
 
 // knownCode keeps the closed set of codes closed: anything else is internal.
-func knownCode(c services.Code) services.Code {
+func knownCode(c contract.Code) contract.Code {
 	switch c {
-	case services.CodeInvalid, services.CodeUnauthorized, services.CodeForbidden, services.CodeNotFound,
-		services.CodeConflict, services.CodeTooLarge, services.CodeLocked, services.CodeUnavailable,
-		services.CodeInternal:
+	case contract.CodeInvalid, contract.CodeUnauthorized, contract.CodeForbidden, contract.CodeNotFound,
+		contract.CodeConflict, contract.CodeTooLarge, contract.CodeLocked, contract.CodeUnavailable,
+		contract.CodeInternal:
 		return c
 	}
-	return services.CodeInternal
+	return contract.CodeInternal
 }

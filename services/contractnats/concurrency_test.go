@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
 )
 
 // blocking answers Digests for "conv/slow" only once released; every other
 // resource at once.
 func blocking(service string, entered chan<- struct{}, release <-chan struct{}) fake {
-	return fake{service: service, digests: func(r string) ([]services.SliceDigest, error) {
+	return fake{service: service, digests: func(r string) ([]contract.SliceDigest, error) {
 		if r == "conv/slow" {
 			entered <- struct{}{}
 			<-release
@@ -92,12 +93,12 @@ func TestEmptyPageIsNotPublished(t *testing.T) {
 		return info.State.Msgs
 	}
 	put(t, st, res, "m0", "first")
-	hist, err := c.ExportToStream(t.Context(), "mig-empty", services.ExportRequest{Resource: res, Mode: services.Historical, Limit: 10})
+	hist, err := c.ExportToStream(t.Context(), "mig-empty", contract.ExportRequest{Resource: res, Mode: contract.Historical, Limit: 10})
 	if err != nil || hist.Seq == 0 || hist.Count != 1 {
 		t.Fatalf("historical export: %+v, %v", hist, err)
 	}
 	before := msgs()
-	req := services.ExportRequest{Resource: res, Mode: services.Delta, SyncToken: hist.SyncToken, Cursor: hist.SyncToken, Limit: 10}
+	req := contract.ExportRequest{Resource: res, Mode: contract.Delta, SyncToken: hist.SyncToken, Cursor: hist.SyncToken, Limit: 10}
 	ref, err := c.ExportToStream(t.Context(), "mig-empty", req)
 	if err != nil || ref.Seq != 0 || ref.Count != 0 || ref.More {
 		t.Fatalf("empty export: %+v, %v", ref, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/cutover/cutover/services/contracttest"
 	"github.com/cutover/cutover/services/store"
@@ -26,7 +27,7 @@ const res = "conv/c1"
 
 // copyPass exports every page from req through the stream and imports
 // each at the target; it returns the page refs.
-func copyPass(t *testing.T, src, dst *contractnats.Client, mig string, req services.ExportRequest) []contractnats.PageRef {
+func copyPass(t *testing.T, src, dst *contractnats.Client, mig string, req contract.ExportRequest) []contractnats.PageRef {
 	t.Helper()
 	var refs []contractnats.PageRef
 	for {
@@ -105,10 +106,10 @@ func TestCopyThroughStream(t *testing.T) {
 		put(t, srcStore, res, fmt.Sprintf("m%02d", i), fmt.Sprintf("hello %d", i), refs...)
 	}
 	token := "tok-1"
-	if err := sc.SetFence(t.Context(), res, services.FenceFor(store.FenceHardDelete, token, time.Now().Add(time.Hour), 0)); err != nil {
+	if err := sc.SetFence(t.Context(), res, contract.FenceFor(store.FenceHardDelete, token, time.Now().Add(time.Hour), 0)); err != nil {
 		t.Fatalf("SetFence(hard-delete): %v", err)
 	}
-	hist := copyPass(t, sc, dc, mig, services.ExportRequest{Resource: res, Mode: services.Historical, Limit: 3})
+	hist := copyPass(t, sc, dc, mig, contract.ExportRequest{Resource: res, Mode: contract.Historical, Limit: 3})
 	if len(hist) != 7 {
 		t.Fatalf("20 records in pages of 3: %d pages", len(hist))
 	}
@@ -131,10 +132,10 @@ func TestCopyThroughStream(t *testing.T) {
 			t.Fatalf("Delete(%s) = %+v, %v; want a tombstone", id, r, err)
 		}
 	}
-	if err := sc.SetFence(t.Context(), res, services.FenceFor(store.FenceWrite, token, time.Now().Add(time.Minute), 0)); err != nil {
+	if err := sc.SetFence(t.Context(), res, contract.FenceFor(store.FenceWrite, token, time.Now().Add(time.Minute), 0)); err != nil {
 		t.Fatalf("SetFence(write): %v", err)
 	}
-	delta := copyPass(t, sc, dc, mig, services.ExportRequest{Resource: res, Mode: services.Delta, SyncToken: tok, Limit: 3})
+	delta := copyPass(t, sc, dc, mig, contract.ExportRequest{Resource: res, Mode: contract.Delta, SyncToken: tok, Limit: 3})
 	all := append(slices.Clone(hist), delta...)
 	last := all[len(all)-1].Seq
 	sameDigests(t, sc, dc)
@@ -151,7 +152,7 @@ func TestCopyThroughStream(t *testing.T) {
 
 	t.Run("replayed exports land on the stored pages", func(t *testing.T) {
 		before := e.pagesCount(t)
-		req := services.ExportRequest{Resource: res, Mode: services.Historical, SyncToken: tok, Limit: 3}
+		req := contract.ExportRequest{Resource: res, Mode: contract.Historical, SyncToken: tok, Limit: 3}
 		for i, want := range hist {
 			ref, err := sc.ExportToStream(t.Context(), mig, req)
 			if err != nil {
@@ -186,16 +187,16 @@ func TestCopyThroughStream(t *testing.T) {
 	})
 
 	t.Run("import checks the page belongs to the migration and service", func(t *testing.T) {
-		if _, err := dc.ImportFromStream(t.Context(), "mig-other", last); code(t, err) != services.CodeInvalid {
+		if _, err := dc.ImportFromStream(t.Context(), "mig-other", last); code(t, err) != contract.CodeInvalid {
 			t.Fatalf("import of another migration's page: %v, want invalid", err)
 		}
-		if _, err := dc.ImportFromStream(t.Context(), mig, last+1000); code(t, err) != services.CodeNotFound {
+		if _, err := dc.ImportFromStream(t.Context(), mig, last+1000); code(t, err) != contract.CodeNotFound {
 			t.Fatalf("import of a missing page: %v, want not found", err)
 		}
-		if _, err := dc.ImportFromStream(t.Context(), mig, 0); code(t, err) != services.CodeInvalid {
+		if _, err := dc.ImportFromStream(t.Context(), mig, 0); code(t, err) != contract.CodeInvalid {
 			t.Fatalf("import of page 0: %v, want invalid", err)
 		}
-		if _, err := dc.ImportFromStream(t.Context(), "bad.id", 1); code(t, err) != services.CodeInvalid {
+		if _, err := dc.ImportFromStream(t.Context(), "bad.id", 1); code(t, err) != contract.CodeInvalid {
 			t.Fatalf("import under a bad migration id: %v, want invalid", err)
 		}
 	})
@@ -203,7 +204,7 @@ func TestCopyThroughStream(t *testing.T) {
 		if err := dstSrv.Stop(); err != nil {
 			t.Fatalf("Stop: %v", err)
 		}
-		if _, err := dc.Checkpoint(t.Context(), mig); code(t, err) != services.CodeUnavailable {
+		if _, err := dc.Checkpoint(t.Context(), mig); code(t, err) != contract.CodeUnavailable {
 			t.Fatalf("Checkpoint with the importer stopped: %v, want unavailable", err)
 		}
 		e.serve(t, "us", dst, contractnats.ServeOptions{})
@@ -226,7 +227,7 @@ func TestExportRetryReturnsStoredPage(t *testing.T) {
 	e.serve(t, "eu", services.NewStoreParticipant("messages", st, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
 	c := contractnats.Dial(e.nc, e.js, "eu", "messages")
 	put(t, st, res, "a", "1")
-	req := services.ExportRequest{Resource: res, Mode: services.Delta, Limit: 10}
+	req := contract.ExportRequest{Resource: res, Mode: contract.Delta, Limit: 10}
 	first, err := c.ExportToStream(t.Context(), "mig-r", req)
 	if err != nil {
 		t.Fatal(err)
@@ -257,9 +258,9 @@ func TestExportRetryReturnsStoredPage(t *testing.T) {
 // (DESIGN.md "Durability and hazards").
 func TestPublishSameMsgIDOnce(t *testing.T) {
 	e := newEnv(t)
-	page := services.Page{
-		Service: "messages", Resource: res, Mode: services.Historical, SyncToken: 7, Cursor: 0, Next: 1,
-		Records: []services.Record{{ID: "a", Version: 1, Seq: 1, Data: []byte("x")}},
+	page := contract.Page{
+		Service: "messages", Resource: res, Mode: contract.Historical, SyncToken: 7, Cursor: 0, Next: 1,
+		Records: []contract.Record{{ID: "a", Version: 1, Seq: 1, Data: []byte("x")}},
 	}
 	first, err := contractnats.PublishPage(t.Context(), e.js, "mig-d", page)
 	if err != nil || first.Duplicate {
@@ -273,7 +274,7 @@ func TestPublishSameMsgIDOnce(t *testing.T) {
 		t.Fatalf("PAGES holds %d messages, want 1", n)
 	}
 	// The same with a raw publish carrying the id the page got.
-	id := contractnats.MsgID("mig-d", "messages", services.Historical, 7, 0)
+	id := contractnats.MsgID("mig-d", "messages", contract.Historical, 7, 0)
 	data, _ := msgpack.Marshal(&page)
 	for range 2 {
 		m := nats.NewMsg(contractnats.PageSubject("mig-d", "messages"))
@@ -302,32 +303,32 @@ func TestPublishSameMsgIDOnce(t *testing.T) {
 // fakes); unset methods fail with CodeInternal.
 type fake struct {
 	service string
-	digests func(string) ([]services.SliceDigest, error)
+	digests func(string) ([]contract.SliceDigest, error)
 	cleanup func(string) (int, error)
 }
 
 func (f fake) Service() string { return f.service }
-func (f fake) Export(context.Context, services.ExportRequest) (services.Page, error) {
-	return services.Page{}, services.Errorf(services.CodeInternal, "fake")
+func (f fake) Export(context.Context, contract.ExportRequest) (contract.Page, error) {
+	return contract.Page{}, contract.Errorf(contract.CodeInternal, "fake")
 }
-func (f fake) Import(context.Context, services.Page) (services.ImportResult, error) {
-	return services.ImportResult{}, services.Errorf(services.CodeInternal, "fake")
+func (f fake) Import(context.Context, contract.Page) (contract.ImportResult, error) {
+	return contract.ImportResult{}, contract.Errorf(contract.CodeInternal, "fake")
 }
-func (f fake) Digests(_ context.Context, r string) ([]services.SliceDigest, error) {
+func (f fake) Digests(_ context.Context, r string) ([]contract.SliceDigest, error) {
 	return f.digests(r)
 }
-func (f fake) ReadSlice(context.Context, string, int64, int64) ([]services.Record, error) {
-	return nil, services.Errorf(services.CodeInternal, "fake")
+func (f fake) ReadSlice(context.Context, string, int64, int64) ([]contract.Record, error) {
+	return nil, contract.Errorf(contract.CodeInternal, "fake")
 }
-func (f fake) SetFence(context.Context, string, services.Fence) error {
-	return services.Errorf(services.CodeInternal, "fake")
+func (f fake) SetFence(context.Context, string, contract.Fence) error {
+	return contract.Errorf(contract.CodeInternal, "fake")
 }
 func (f fake) ClearFence(context.Context, string, string) error {
-	return services.Errorf(services.CodeInternal, "fake")
+	return contract.Errorf(contract.CodeInternal, "fake")
 }
 func (f fake) Cleanup(_ context.Context, r string) (int, error) { return f.cleanup(r) }
 
-// TestErrorsCrossTheWire: a remote *services.Error comes back equal, so
+// TestErrorsCrossTheWire: a remote *contract.Error comes back equal, so
 // errors.As, the code, Retry-After and the lock survive NATS.
 func TestErrorsCrossTheWire(t *testing.T) {
 	e := newEnv(t)
@@ -336,22 +337,22 @@ func TestErrorsCrossTheWire(t *testing.T) {
 	c := contractnats.Dial(e.nc, e.js, "eu", "messages")
 
 	t.Run("invalid request", func(t *testing.T) {
-		_, err := c.ExportToStream(t.Context(), "mig", services.ExportRequest{Resource: res, Mode: 9})
-		if code(t, err) != services.CodeInvalid {
+		_, err := c.ExportToStream(t.Context(), "mig", contract.ExportRequest{Resource: res, Mode: 9})
+		if code(t, err) != contract.CodeInvalid {
 			t.Fatalf("export with mode 9: %v", err)
 		}
 		_, err = c.Digests(t.Context(), "")
-		if code(t, err) != services.CodeInvalid {
+		if code(t, err) != contract.CodeInvalid {
 			t.Fatalf("digests of an empty resource: %v", err)
 		}
 	})
 
 	t.Run("fence held by another token", func(t *testing.T) {
-		if err := c.SetFence(t.Context(), res, services.FenceFor(store.FenceWrite, "a", time.Now().Add(time.Hour), 0)); err != nil {
+		if err := c.SetFence(t.Context(), res, contract.FenceFor(store.FenceWrite, "a", time.Now().Add(time.Hour), 0)); err != nil {
 			t.Fatal(err)
 		}
 		err := c.ClearFence(t.Context(), res, "b")
-		if code(t, err) != services.CodeConflict {
+		if code(t, err) != contract.CodeConflict {
 			t.Fatalf("ClearFence with another token: %v", err)
 		}
 	})
@@ -361,12 +362,12 @@ func TestErrorsCrossTheWire(t *testing.T) {
 		// report it, sent back by a participant over the wire.
 		_, werr := st.Put(res, store.Record{ID: "x", Data: []byte("y")}, true)
 		want := services.ToError(werr)
-		if want.Code != services.CodeLocked || want.RetryAfter <= 0 {
+		if want.Code != contract.CodeLocked || want.RetryAfter <= 0 {
 			t.Fatalf("store refusal %+v", want)
 		}
-		e.serve(t, "eu", fake{service: "locked", digests: func(string) ([]services.SliceDigest, error) { return nil, want }}, contractnats.ServeOptions{})
+		e.serve(t, "eu", fake{service: "locked", digests: func(string) ([]contract.SliceDigest, error) { return nil, want }}, contractnats.ServeOptions{})
 		_, err := contractnats.Dial(e.nc, e.js, "eu", "locked").Digests(t.Context(), res)
-		var got *services.Error
+		var got *contract.Error
 		if !errors.As(err, &got) || !reflect.DeepEqual(got, want) {
 			t.Fatalf("remote error %#v, want %#v", err, want)
 		}
@@ -375,17 +376,17 @@ func TestErrorsCrossTheWire(t *testing.T) {
 	t.Run("plain errors become internal, panics too", func(t *testing.T) {
 		e.serve(t, "eu", fake{
 			service: "broken",
-			digests: func(string) ([]services.SliceDigest, error) { return nil, errors.New("disk on fire\nsecond line") },
+			digests: func(string) ([]contract.SliceDigest, error) { return nil, errors.New("disk on fire\nsecond line") },
 			cleanup: func(string) (int, error) { panic("boom") },
 		}, contractnats.ServeOptions{})
 		bc := contractnats.Dial(e.nc, e.js, "eu", "broken")
-		if _, err := bc.Digests(t.Context(), res); code(t, err) != services.CodeInternal {
+		if _, err := bc.Digests(t.Context(), res); code(t, err) != contract.CodeInternal {
 			t.Fatalf("plain error: %v", err)
 		}
-		if _, err := bc.Cleanup(t.Context(), res); code(t, err) != services.CodeInternal {
+		if _, err := bc.Cleanup(t.Context(), res); code(t, err) != contract.CodeInternal {
 			t.Fatalf("panic: %v", err)
 		}
-		if _, err := bc.Digests(t.Context(), res); code(t, err) != services.CodeInternal {
+		if _, err := bc.Digests(t.Context(), res); code(t, err) != contract.CodeInternal {
 			t.Fatalf("after a panic the server must keep serving: %v", err)
 		}
 	})
@@ -399,13 +400,13 @@ func TestNoResponders(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	_, err := c.Digests(ctx, res)
-	if code(t, err) != services.CodeUnavailable {
+	if code(t, err) != contract.CodeUnavailable {
 		t.Fatalf("Digests with no server: %v", err)
 	}
 	if ctx.Err() != nil {
 		t.Fatalf("no responders took the whole timeout")
 	}
-	if err := contractnats.Dial(e.nc, e.js, "bad.region", "messages").SetFence(t.Context(), res, services.Fence{}); code(t, err) != services.CodeInvalid {
+	if err := contractnats.Dial(e.nc, e.js, "bad.region", "messages").SetFence(t.Context(), res, contract.Fence{}); code(t, err) != contract.CodeInvalid {
 		t.Fatalf("bad region: %v", err)
 	}
 }
@@ -439,7 +440,7 @@ func TestGarbledRequest(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s payload %d: %v", op, i, err)
 			}
-			if got := reply.Header.Get(micro.ErrorCodeHeader); got != string(services.CodeInvalid) {
+			if got := reply.Header.Get(micro.ErrorCodeHeader); got != string(contract.CodeInvalid) {
 				t.Fatalf("%s payload %d % x: error code %q (%s), want invalid", op, i, p, got, reply.Header.Get(micro.ErrorHeader))
 			}
 		}
@@ -523,7 +524,7 @@ func TestContractKitOverNATS(t *testing.T) {
 		return contracttest.Harness{
 			Source: remote{c: contractnats.Dial(e.nc, e.js, srcRegion, "kit"), js: e.js, ids: &ids},
 			Target: remote{c: contractnats.Dial(e.nc, e.js, dstRegion, "kit"), js: e.js, ids: &ids},
-			Write: func(resource, id string, data []byte, refs []string) (services.Record, error) {
+			Write: func(resource, id string, data []byte, refs []string) (contract.Record, error) {
 				rec := store.Record{ID: id, Data: data, Refs: refs}
 				got, err := srcStore.Put(resource, rec, true)
 				if errors.Is(err, store.ErrExists) {
@@ -535,10 +536,10 @@ func TestContractKitOverNATS(t *testing.T) {
 				_, err := srcStore.Delete(resource, id)
 				return err
 			},
-			Read: func(resource, id string) (services.Record, bool, error) {
+			Read: func(resource, id string) (contract.Record, bool, error) {
 				rec, err := dstStore.Get(resource, id)
 				if errors.Is(err, store.ErrNotFound) {
-					return services.Record{}, false, nil
+					return contract.Record{}, false, nil
 				}
 				return rec, err == nil, err
 			},
@@ -555,7 +556,7 @@ func TestServerHonoursCallerDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
 	_, err := contractnats.Dial(e.nc, e.js, "eu", srv.Service()).Digests(ctx, res)
-	if code(t, err) != services.CodeUnavailable {
+	if code(t, err) != contract.CodeUnavailable {
 		t.Fatalf("slow Digests: %v, want unavailable", err)
 	}
 	if !<-deadlines {
@@ -571,7 +572,7 @@ type ctxFake struct {
 
 func (f ctxFake) Service() string { return "blocking" }
 
-func (f ctxFake) Digests(ctx context.Context, _ string) ([]services.SliceDigest, error) {
+func (f ctxFake) Digests(ctx context.Context, _ string) ([]contract.SliceDigest, error) {
 	dl, ok := ctx.Deadline()
 	f.deadlines <- ok && time.Until(dl) < time.Second
 	<-ctx.Done()
@@ -595,8 +596,8 @@ func TestServeStopsWithContext(t *testing.T) {
 	cancel()
 	poll(t, 5*time.Second, "server stops", func() bool {
 		_, err := c.Digests(t.Context(), res)
-		var se *services.Error
-		return errors.As(err, &se) && se.Code == services.CodeUnavailable
+		var se *contract.Error
+		return errors.As(err, &se) && se.Code == contract.CodeUnavailable
 	})
 	if err := srv.Stop(); err != nil {
 		t.Fatalf("Stop after the context ended: %v", err)

@@ -1,5 +1,5 @@
 // Package contractnats carries the migration contract (paper 001 §5.1,
-// services.Participant) over NATS, so that the orchestrator reaches any
+// contract.Participant) over NATS, so that the orchestrator reaches any
 // service in any region (DESIGN.md "Services and the contract").
 //
 // # Request/reply
@@ -12,9 +12,9 @@
 //
 // where <op> is export, import, digests, slice, fence, unfence, cleanup or
 // checkpoint. Payloads are msgpack. A failure travels as a micro error reply
-// (headers Nats-Service-Error-Code = the services.Code, Nats-Service-Error =
-// the message) whose body is the msgpack *services.Error, so a remote error
-// comes back from the Client as an equal *services.Error (errors.As works,
+// (headers Nats-Service-Error-Code = the contract.Code, Nats-Service-Error =
+// the message) whose body is the msgpack *contract.Error, so a remote error
+// comes back from the Client as an equal *contract.Error (errors.As works,
 // Code, RetryAfter and Lock survive). Discover lists the registered contract
 // services through micro's $SRV.INFO discovery.
 //
@@ -39,11 +39,20 @@
 // have services with nothing to copy, and each published page is a synced
 // append.
 //
+// # The orchestrator's directory
+//
+// Directory is the contract.Directory the orchestrator runs on: its
+// endpoints are Clients that export to and import from PagesStream. Which
+// services own a resource kind is given to NewDirectory (chat.ServicesFor),
+// not known here. Validation digests are read through the contract, or
+// through the user-facing API's region-pinned route when
+// DirectoryOptions.APIURL is set (paper 001 §5.3).
+//
 // # Concurrency
 //
-// Server and Client are safe for concurrent use by any goroutine. A Server
-// handles up to ServeOptions.MaxConcurrent requests at once, of any
-// endpoints (each operation is idempotent and takes the store's
-// per-resource lock); run more Servers of the same (region, service) to
-// share the load (micro's queue group).
+// Server, Client and Directory are safe for concurrent use by any
+// goroutine. A Server handles up to ServeOptions.MaxConcurrent requests at
+// once, of any endpoints (each operation is idempotent and takes the
+// store's per-resource lock); run more Servers of the same (region,
+// service) to share the load (micro's queue group).
 package contractnats

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // The targets below fuzz decode as the contract applies it to the export
@@ -18,12 +18,12 @@ import (
 // FuzzDecodePage fuzzes the decoding of an export page (fetchPage).
 func FuzzDecodePage(f *testing.F) {
 	for _, v := range wireValues() {
-		if p, ok := v.(*services.Page); ok {
+		if p, ok := v.(*contract.Page); ok {
 			f.Add(mustMarshal(f, p))
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		checkDecode(t, b, func() any { return new(services.Page) })
+		checkDecode(t, b, func() any { return new(contract.Page) })
 	})
 }
 

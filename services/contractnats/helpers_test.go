@@ -14,7 +14,7 @@ import (
 
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/nats/natstest"
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/cutover/cutover/services/store"
 )
@@ -37,7 +37,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // serve starts a contract server, stopped when the test ends.
-func (e *env) serve(t *testing.T, region string, p services.Participant, opts contractnats.ServeOptions) *contractnats.Server {
+func (e *env) serve(t *testing.T, region string, p contract.Participant, opts contractnats.ServeOptions) *contractnats.Server {
 	t.Helper()
 	srv, err := contractnats.Serve(t.Context(), e.nc, e.js, region, p, opts)
 	if err != nil {
@@ -77,13 +77,13 @@ func put(t *testing.T, st *store.Store, res, id, data string, refs ...string) st
 	return got
 }
 
-// code returns the *services.Error code of err, failing the test when err
+// code returns the *contract.Error code of err, failing the test when err
 // is not one.
-func code(t *testing.T, err error) services.Code {
+func code(t *testing.T, err error) contract.Code {
 	t.Helper()
-	var se *services.Error
+	var se *contract.Error
 	if !errors.As(err, &se) {
-		t.Fatalf("error %T %v is not a *services.Error", err, err)
+		t.Fatalf("error %T %v is not a *contract.Error", err, err)
 	}
 	return se.Code
 }
@@ -102,7 +102,7 @@ func (e *env) pagesCount(t *testing.T) uint64 {
 	return info.State.Msgs
 }
 
-// remote is a services.Participant whose contract calls go over NATS
+// remote is a contract.Participant whose contract calls go over NATS
 // through a Client: the conformance kit run through the wire. Every export
 // and every import uses a fresh migration id, so that the stream's
 // deduplication (tested on its own) never hands the kit a page it did not
@@ -113,56 +113,56 @@ type remote struct {
 	ids *atomic.Int64
 }
 
-var _ services.Participant = remote{}
+var _ contract.Participant = remote{}
 
 func (r remote) mig() string { return fmt.Sprintf("kit-%d", r.ids.Add(1)) }
 
 func (r remote) Service() string { return r.c.Service() }
 
-func (r remote) Export(ctx context.Context, req services.ExportRequest) (services.Page, error) {
+func (r remote) Export(ctx context.Context, req contract.ExportRequest) (contract.Page, error) {
 	mig := r.mig()
 	ref, err := r.c.ExportToStream(ctx, mig, req)
 	if err != nil {
-		return services.Page{}, err
+		return contract.Page{}, err
 	}
 	if ref.Seq == 0 { // an empty page is not published: the reference is the page
 		if ref.Count != 0 {
-			return services.Page{}, fmt.Errorf("PageRef %+v: %d records and no sequence", ref, ref.Count)
+			return contract.Page{}, fmt.Errorf("PageRef %+v: %d records and no sequence", ref, ref.Count)
 		}
-		return services.Page{Service: r.c.Service(), Resource: req.Resource, Mode: req.Mode, SyncToken: ref.SyncToken,
+		return contract.Page{Service: r.c.Service(), Resource: req.Resource, Mode: req.Mode, SyncToken: ref.SyncToken,
 			Cursor: req.Cursor, Next: ref.Next, More: ref.More, Dependents: ref.Dependents}, nil
 	}
 	page, err := r.c.FetchPage(ctx, mig, ref.Seq)
 	if err != nil {
-		return services.Page{}, err
+		return contract.Page{}, err
 	}
 	if ref.Count != len(page.Records) || ref.Next != page.Next || ref.More != page.More || ref.SyncToken != page.SyncToken {
-		return services.Page{}, fmt.Errorf("PageRef %+v does not describe the stored page", ref)
+		return contract.Page{}, fmt.Errorf("PageRef %+v does not describe the stored page", ref)
 	}
 	return page, nil
 }
 
-func (r remote) Import(ctx context.Context, page services.Page) (services.ImportResult, error) {
+func (r remote) Import(ctx context.Context, page contract.Page) (contract.ImportResult, error) {
 	mig := r.mig()
 	if page.Service == "" {
 		page.Service = r.c.Service()
 	}
 	ref, err := contractnats.PublishPage(ctx, r.js, mig, page)
 	if err != nil {
-		return services.ImportResult{}, err
+		return contract.ImportResult{}, err
 	}
 	return r.c.ImportFromStream(ctx, mig, ref.Seq)
 }
 
-func (r remote) Digests(ctx context.Context, res string) ([]services.SliceDigest, error) {
+func (r remote) Digests(ctx context.Context, res string) ([]contract.SliceDigest, error) {
 	return r.c.Digests(ctx, res)
 }
 
-func (r remote) ReadSlice(ctx context.Context, res string, from, to int64) ([]services.Record, error) {
+func (r remote) ReadSlice(ctx context.Context, res string, from, to int64) ([]contract.Record, error) {
 	return r.c.ReadSlice(ctx, res, from, to)
 }
 
-func (r remote) SetFence(ctx context.Context, res string, f services.Fence) error {
+func (r remote) SetFence(ctx context.Context, res string, f contract.Fence) error {
 	return r.c.SetFence(ctx, res, f)
 }
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	cnats "github.com/cutover/cutover/nats"
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Names on the wire.
@@ -102,7 +102,7 @@ func PageSubject(migrationID, service string) string {
 // "<migrationID>/<service>/<mode>/<synctoken>/<cursor>". Two exports of the
 // same page position get the same id, so a retried publish is deduplicated
 // by the stream (DESIGN.md "Durability and hazards").
-func MsgID(migrationID, service string, mode services.ExportMode, syncToken, cursor uint64) string {
+func MsgID(migrationID, service string, mode contract.ExportMode, syncToken, cursor uint64) string {
 	var b strings.Builder
 	b.Grow(len(migrationID) + len(service) + 48)
 	b.WriteString(migrationID)

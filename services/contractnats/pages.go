@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Stream and publish defaults.
@@ -90,11 +90,11 @@ type publisher struct {
 // outcome is unknown is retried with the same id, up to
 // DefaultPublishAttempts times; if the stream already held the id, the
 // returned PageRef describes the stored page (Duplicate set). Errors are
-// *services.Error: CodeInvalid (bad migration id or service name),
+// *contract.Error: CodeInvalid (bad migration id or service name),
 // CodeTooLarge (page above the server's max payload), CodeUnavailable
 // (nobody acknowledged in time; retrying is safe), CodeInternal. It applies
 // DefaultTimeout when ctx has no deadline. Safe for concurrent use.
-func PublishPage(ctx context.Context, js jetstream.JetStream, migrationID string, page services.Page) (PageRef, error) {
+func PublishPage(ctx context.Context, js jetstream.JetStream, migrationID string, page contract.Page) (PageRef, error) {
 	p := publisher{
 		js: js, attempts: DefaultPublishAttempts, attemptTimeout: DefaultPublishAttemptTimeout,
 		stream: func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, PagesStream) },
@@ -105,7 +105,7 @@ func PublishPage(ctx context.Context, js jetstream.JetStream, migrationID string
 }
 
 // publish implements PublishPage.
-func (p publisher) publish(ctx context.Context, migrationID string, page services.Page) (PageRef, error) {
+func (p publisher) publish(ctx context.Context, migrationID string, page contract.Page) (PageRef, error) {
 	if err := ValidateMigrationID(migrationID); err != nil {
 		return PageRef{}, invalid("%v", err)
 	}
@@ -161,44 +161,44 @@ func (p publisher) publish(ctx context.Context, migrationID string, page service
 
 // FetchPage reads the page of service in migration migrationID stored at
 // seq in PagesStream (a non-direct get, answered by the stream leader).
-// Errors are *services.Error: CodeInvalid (bad names, seq 0, the message at
+// Errors are *contract.Error: CodeInvalid (bad names, seq 0, the message at
 // seq belongs to another migration or service, or is not a page),
 // CodeNotFound (no message at seq: never published, or aged out after
 // PagesMaxAge), CodeUnavailable, CodeInternal. It applies DefaultTimeout
 // when ctx has no deadline. Safe for concurrent use.
-func FetchPage(ctx context.Context, js jetstream.JetStream, migrationID, service string, seq uint64) (services.Page, error) {
+func FetchPage(ctx context.Context, js jetstream.JetStream, migrationID, service string, seq uint64) (contract.Page, error) {
 	ctx, cancel := withDefaultTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	if err := ValidateMigrationID(migrationID); err != nil {
-		return services.Page{}, invalid("%v", err)
+		return contract.Page{}, invalid("%v", err)
 	}
 	if err := ValidateService(service); err != nil {
-		return services.Page{}, invalid("%v", err)
+		return contract.Page{}, invalid("%v", err)
 	}
 	stream, err := js.Stream(ctx, PagesStream)
 	if err != nil {
-		return services.Page{}, fromNATS("stream "+PagesStream, err)
+		return contract.Page{}, fromNATS("stream "+PagesStream, err)
 	}
 	return fetchPage(ctx, stream, migrationID, service, seq)
 }
 
-func fetchPage(ctx context.Context, stream jetstream.Stream, migrationID, service string, seq uint64) (services.Page, error) {
+func fetchPage(ctx context.Context, stream jetstream.Stream, migrationID, service string, seq uint64) (contract.Page, error) {
 	if seq == 0 {
-		return services.Page{}, invalid("page sequence 0")
+		return contract.Page{}, invalid("page sequence 0")
 	}
 	m, err := stream.GetMsg(ctx, seq)
 	if err != nil {
-		return services.Page{}, fromNATS(fmt.Sprintf("get page %d", seq), err)
+		return contract.Page{}, fromNATS(fmt.Sprintf("get page %d", seq), err)
 	}
 	if want := PageSubject(migrationID, service); m.Subject != want {
-		return services.Page{}, invalid("message %d of %s is on %q, not %q", seq, PagesStream, m.Subject, want)
+		return contract.Page{}, invalid("message %d of %s is on %q, not %q", seq, PagesStream, m.Subject, want)
 	}
-	var page services.Page
+	var page contract.Page
 	if err := decode(m.Data, &page); err != nil {
-		return services.Page{}, invalid("page %d: %v", seq, err)
+		return contract.Page{}, invalid("page %d: %v", seq, err)
 	}
 	if page.Service != service {
-		return services.Page{}, invalid("page %d names service %q, not %q", seq, page.Service, service)
+		return contract.Page{}, invalid("page %d names service %q, not %q", seq, page.Service, service)
 	}
 	return page, nil
 }

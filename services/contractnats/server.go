@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -38,7 +39,7 @@ const replyHeaderSlack = 512
 // parallel, and several Servers of one (region, service) share the load
 // through micro's queue group.
 type Server struct {
-	p        services.Participant
+	p        contract.Participant
 	region   string
 	service  string
 	opts     ServeOptions
@@ -84,7 +85,7 @@ const ckptStripes = 64
 // It returns ErrInvalidName for a bad region or service name,
 // ErrInvalidOptions for bad opts, and the wrapped micro error when the
 // service cannot be registered.
-func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region string, p services.Participant, opts ServeOptions) (*Server, error) {
+func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region string, p contract.Participant, opts ServeOptions) (*Server, error) {
 	if nc == nil || js == nil || p == nil {
 		return nil, fmt.Errorf("%w: nil connection, JetStream or participant", ErrInvalidOptions)
 	}
@@ -223,7 +224,7 @@ func (s *Server) handler(h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
 		r := inbound{reply: req.Reply(), data: req.Data(), timeout: s.timeoutOf(req.Headers())}
 		if !s.enter() {
-			s.replyError(r.reply, services.Errorf(services.CodeUnavailable, "contract %s/%s is stopping", s.region, s.service))
+			s.replyError(r.reply, contract.Errorf(contract.CodeUnavailable, "contract %s/%s is stopping", s.region, s.service))
 			return
 		}
 		s.slots <- struct{}{} // a full server stops reading: back-pressure
@@ -259,7 +260,7 @@ func (s *Server) serve(r inbound, h handlerFunc) {
 		}
 	}
 	if len(body) > s.maxReply {
-		s.replyError(r.reply, services.Errorf(services.CodeTooLarge, "reply of %d bytes above %d", len(body), s.maxReply))
+		s.replyError(r.reply, contract.Errorf(contract.CodeTooLarge, "reply of %d bytes above %d", len(body), s.maxReply))
 		return
 	}
 	s.send(r.reply, nil, body)
@@ -279,7 +280,7 @@ func (s *Server) send(reply string, hdr nats.Header, body []byte) {
 func call(ctx context.Context, h handlerFunc, body []byte) (v any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			v, err = nil, services.Errorf(services.CodeInternal, "panic: %v", r)
+			v, err = nil, contract.Errorf(contract.CodeInternal, "panic: %v", r)
 		}
 	}()
 	return h(ctx, body)
@@ -297,16 +298,16 @@ func (s *Server) timeoutOf(hdr micro.Headers) time.Duration {
 
 // toError translates a handler error; a context ended by Stop is
 // CodeUnavailable (retry elsewhere), not internal.
-func (s *Server) toError(err error) *services.Error {
+func (s *Server) toError(err error) *contract.Error {
 	if errors.Is(err, context.Canceled) {
-		return services.Errorf(services.CodeUnavailable, "contract %s/%s: %v", s.region, s.service, err)
+		return contract.Errorf(contract.CodeUnavailable, "contract %s/%s: %v", s.region, s.service, err)
 	}
 	return services.ToError(err)
 }
 
 // replyError sends e as a micro error reply: the code and message in
-// micro's headers, the whole *services.Error as the msgpack body.
-func (s *Server) replyError(reply string, e *services.Error) {
+// micro's headers, the whole *contract.Error as the msgpack body.
+func (s *Server) replyError(reply string, e *contract.Error) {
 	body, err := encode(e)
 	if err != nil {
 		body = nil
@@ -327,7 +328,7 @@ func (s *Server) replyError(reply string, e *services.Error) {
 	}
 	code := string(e.Code)
 	if code == "" {
-		code = string(services.CodeInternal)
+		code = string(contract.CodeInternal)
 	}
 	s.send(reply, nats.Header{micro.ErrorHeader: []string{desc}, micro.ErrorCodeHeader: []string{code}}, body)
 }
@@ -351,7 +352,7 @@ func (s *Server) export(ctx context.Context, body []byte) (any, error) {
 		page.Service = s.service
 	case s.service:
 	default:
-		return nil, services.Errorf(services.CodeInternal, "participant %q exported a page of service %q", s.service, page.Service)
+		return nil, contract.Errorf(contract.CodeInternal, "participant %q exported a page of service %q", s.service, page.Service)
 	}
 	if len(page.Records) == 0 {
 		// Nothing to import: no synced publish (see the package doc). A
@@ -413,7 +414,7 @@ func (s *Server) advance(migrationID string, seq uint64) error {
 		return nil
 	}
 	if err := s.opts.Checkpoints.Put(name, encodeCheckpoint(seq)); err != nil {
-		return services.Errorf(services.CodeInternal, "checkpoint %q: %v", name, err)
+		return contract.Errorf(contract.CodeInternal, "checkpoint %q: %v", name, err)
 	}
 	return nil
 }
@@ -421,11 +422,11 @@ func (s *Server) advance(migrationID string, seq uint64) error {
 func (s *Server) readCheckpoint(name string) (uint64, error) {
 	v, err := s.opts.Checkpoints.Get(name)
 	if err != nil {
-		return 0, services.Errorf(services.CodeInternal, "checkpoint %q: %v", name, err)
+		return 0, contract.Errorf(contract.CodeInternal, "checkpoint %q: %v", name, err)
 	}
 	seq, err := decodeCheckpoint(name, v)
 	if err != nil {
-		return 0, services.Errorf(services.CodeInternal, "%v", err)
+		return 0, contract.Errorf(contract.CodeInternal, "%v", err)
 	}
 	return seq, nil
 }

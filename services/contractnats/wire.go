@@ -7,7 +7,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // PageRef is the export endpoint's reply: where the page went and what the
@@ -19,7 +19,7 @@ type PageRef struct {
 	Seq uint64 `msgpack:"seq"`
 	// Count is the number of records in the page.
 	Count int `msgpack:"n"`
-	// Next is the cursor for the next page (services.Page.Next).
+	// Next is the cursor for the next page (contract.Page.Next).
 	Next uint64 `msgpack:"next"`
 	// More reports whether another page follows.
 	More bool `msgpack:"more"`
@@ -37,7 +37,7 @@ type PageRef struct {
 }
 
 // refOf returns the PageRef of page stored at seq.
-func refOf(page *services.Page, seq uint64, dup bool) PageRef {
+func refOf(page *contract.Page, seq uint64, dup bool) PageRef {
 	return PageRef{
 		Seq: seq, Count: len(page.Records), Next: page.Next, More: page.More,
 		SyncToken: page.SyncToken, Dependents: page.Dependents, Duplicate: dup,
@@ -49,7 +49,7 @@ func refOf(page *services.Page, seq uint64, dup bool) PageRef {
 type (
 	exportRequest struct {
 		Migration string                 `msgpack:"mig"`
-		Request   services.ExportRequest `msgpack:"req"`
+		Request   contract.ExportRequest `msgpack:"req"`
 	}
 	importRequest struct {
 		Migration string `msgpack:"mig"`
@@ -65,7 +65,7 @@ type (
 	}
 	fenceRequest struct {
 		Resource string         `msgpack:"res"`
-		Fence    services.Fence `msgpack:"fence"`
+		Fence    contract.Fence `msgpack:"fence"`
 	}
 	unfenceRequest struct {
 		Resource string `msgpack:"res"`
@@ -86,7 +86,7 @@ type (
 func encode(v any) ([]byte, error) {
 	b, err := msgpack.Marshal(v)
 	if err != nil {
-		return nil, services.Errorf(services.CodeInternal, "encode %T: %v", v, err)
+		return nil, contract.Errorf(contract.CodeInternal, "encode %T: %v", v, err)
 	}
 	return b, nil
 }

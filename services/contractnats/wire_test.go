@@ -9,27 +9,26 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // wireValues are one of every message the contract sends.
 func wireValues() []any {
 	now := time.Now()
 	return []any{
-		&exportRequest{Migration: "m", Request: services.ExportRequest{Resource: "conv/c1", Mode: services.Delta, SyncToken: 5, Cursor: 9, Limit: 3}},
+		&exportRequest{Migration: "m", Request: contract.ExportRequest{Resource: "conv/c1", Mode: contract.Delta, SyncToken: 5, Cursor: 9, Limit: 3}},
 		&importRequest{Migration: "m", Seq: 1 << 40},
 		&resourceRequest{Resource: "conv/c1"},
 		&sliceRequest{Resource: "conv/c1", From: -1, To: 1 << 62},
-		&fenceRequest{Resource: "conv/c1", Fence: services.Fence{Level: store.FenceWrite, Token: "t", Expiry: now, SetAt: now}},
+		&fenceRequest{Resource: "conv/c1", Fence: contract.Fence{Level: contract.FenceWrite, Token: "t", Expiry: now, SetAt: now}},
 		&unfenceRequest{Resource: "conv/c1", Token: "t"},
 		&checkpointRequest{Migration: "m"},
 		&PageRef{Seq: 3, Count: 2, Next: 4, More: true, SyncToken: 2, Dependents: []string{"media/a"}, Duplicate: true},
-		&services.Page{Service: "s", Resource: "r", Mode: services.Historical, SyncToken: 1, Next: 2, More: true,
-			Records:    []services.Record{{ID: "a", Version: 1, Data: make([]byte, 300), Refs: []string{"media/x"}}, {ID: "b", Deleted: true}},
+		&contract.Page{Service: "s", Resource: "r", Mode: contract.Historical, SyncToken: 1, Next: 2, More: true,
+			Records:    []contract.Record{{ID: "a", Version: 1, Data: make([]byte, 300), Refs: []string{"media/x"}}, {ID: "b", Deleted: true}},
 			Dependents: []string{"media/x"}},
-		&services.Error{Code: services.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "fence write"},
-		[]services.SliceDigest{{Slice: 1, Count: 2, Hash: [16]byte{1, 2}}},
+		&contract.Error{Code: contract.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "fence write"},
+		[]contract.SliceDigest{{Slice: 1, Count: 2, Hash: [16]byte{1, 2}}},
 		&cleanupReply{Removed: -1},
 		&checkpointReply{Seq: 1<<64 - 1},
 		map[string]any{"f": 1.5, "g": float32(2), "i": int8(-3), "n": nil, "b": true, "s": string(make([]byte, 300))},
@@ -78,7 +77,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var p services.Page
+		var p contract.Page
 		_ = decode(b, &p)
 		var r exportRequest
 		_ = decode(b, &r)
@@ -96,7 +95,7 @@ func TestDecodeRandom(t *testing.T) {
 			for range 1 + rng.IntN(4) {
 				m[rng.IntN(len(m))] = byte(rng.UintN(256))
 			}
-			var p services.Page
+			var p contract.Page
 			_ = decode(m, &p)
 			var f fenceRequest
 			_ = decode(m, &f)
@@ -105,7 +104,7 @@ func TestDecodeRandom(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	if got := MsgID("mig-1", "messages", services.Delta, 5, 9); got != "mig-1/messages/delta/5/9" {
+	if got := MsgID("mig-1", "messages", contract.Delta, 5, 9); got != "mig-1/messages/delta/5/9" {
 		t.Fatalf("MsgID = %q", got)
 	}
 	if got := EndpointSubject("eu", "messages", OpExport); got != "cutover.contract.eu.messages.export" {

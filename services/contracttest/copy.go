@@ -5,8 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // testHistoricalCopy: a historical export in pages of any size, imported
@@ -24,7 +23,7 @@ func testHistoricalCopy(t *testing.T, f Factory) {
 			// service removes it or keeps a tombstone.
 			k.write("x000", true)
 			k.del("x000")
-			k.fence(store.FenceHardDelete, "kit-hd")
+			k.fence(contract.FenceHardDelete, "kit-hd")
 			ids := k.writeN("r", 23)
 			for _, id := range ids[:5] {
 				k.write(id, true)
@@ -70,9 +69,9 @@ func testHistoricalCopy(t *testing.T, f Factory) {
 // replaySetup writes, exports historically, changes things after the
 // token (updates, tombstones, creates) and exports the delta: the pages of
 // a whole migration, oldest first.
-func replaySetup(t *testing.T, f Factory) (*kit, []services.Page) {
+func replaySetup(t *testing.T, f Factory) (*kit, []contract.Page) {
 	k := newKit(t, f, "replay")
-	k.fence(store.FenceHardDelete, "kit-hd")
+	k.fence(contract.FenceHardDelete, "kit-hd")
 	ids := k.writeN("r", 12)
 	hist, tok := k.historical(3)
 	for _, id := range ids[:4] {
@@ -92,8 +91,8 @@ func testReplayedPages(t *testing.T, f Factory) {
 	t.Run("twice", func(t *testing.T) {
 		k, pages := replaySetup(t, f)
 		for i, p := range pages {
-			k.importAll([]services.Page{p})
-			res := k.importAll([]services.Page{p})
+			k.importAll([]contract.Page{p})
+			res := k.importAll([]contract.Page{p})
 			if res[0].Applied != 0 {
 				t.Fatalf("page %d imported again applied %d records, want 0", i, res[0].Applied)
 			}
@@ -121,7 +120,7 @@ func testReplayedPages(t *testing.T, f Factory) {
 // 001 (A2)).
 func testDeltaFromToken(t *testing.T, f Factory) {
 	k := newKit(t, f, "delta")
-	k.fence(store.FenceHardDelete, "kit-hd")
+	k.fence(contract.FenceHardDelete, "kit-hd")
 	a := k.writeN("a", 6)
 	before := k.write("a001", true) // the last state before the token
 	_, tok := k.historical(0)
@@ -180,7 +179,7 @@ func testDeltaFromToken(t *testing.T, f Factory) {
 // writes and a final delta runs (paper 001 (A2), §4.6).
 func testPageBoundaries(t *testing.T, f Factory) {
 	k := newKit(t, f, "bounds")
-	k.fence(store.FenceHardDelete, "kit-fence")
+	k.fence(contract.FenceHardDelete, "kit-fence")
 	seed := k.writeN("s", 30)
 
 	stop := make(chan struct{})
@@ -236,7 +235,7 @@ func testPageBoundaries(t *testing.T, f Factory) {
 			k.del(seed[10+i])
 		}
 	}
-	hist, err := k.tryExport(k.h.Source, services.ExportRequest{Resource: k.res, Mode: services.Historical, Limit: 4}, between)
+	hist, err := k.tryExport(k.h.Source, contract.ExportRequest{Resource: k.res, Mode: contract.Historical, Limit: 4}, between)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +243,7 @@ func testPageBoundaries(t *testing.T, f Factory) {
 		t.Fatalf("historical export of 30+ records in pages of 4 came in one page")
 	}
 	tok := hist[0].SyncToken
-	delta1, err := k.tryExport(k.h.Source, services.ExportRequest{Resource: k.res, Mode: services.Delta, SyncToken: tok, Limit: 4}, nil)
+	delta1, err := k.tryExport(k.h.Source, contract.ExportRequest{Resource: k.res, Mode: contract.Delta, SyncToken: tok, Limit: 4}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,12 +251,12 @@ func testPageBoundaries(t *testing.T, f Factory) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	k.fence(store.FenceWrite, "kit-fence") // no more writes: the delta can finish
+	k.fence(contract.FenceWrite, "kit-fence") // no more writes: the delta can finish
 	delta2 := k.delta(tok, 4)
 
 	for _, pass := range []struct {
 		name  string
-		pages []services.Page
+		pages []contract.Page
 		once  bool
 	}{{"historical", hist, true}, {"first delta", delta1, false}, {"final delta", delta2, true}} {
 		last := map[string]uint64{}

@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // checkLocked checks that a user-path error is the 423 of a fence:
 // CodeLocked with a positive Retry-After (paper 001 §4.4, Table 4).
 func checkLocked(t *testing.T, what string, err error) {
 	t.Helper()
-	if codeOf(err) != services.CodeLocked {
-		t.Fatalf("%s under a write fence: %v, want code %s", what, err, services.CodeLocked)
+	if codeOf(err) != contract.CodeLocked {
+		t.Fatalf("%s under a write fence: %v, want code %s", what, err, contract.CodeLocked)
 	}
 	if ra := services.ToError(err).RetryAfter; ra <= 0 {
 		t.Fatalf("%s under a write fence: Retry-After %s, want > 0", what, ra)
@@ -23,7 +23,7 @@ func checkLocked(t *testing.T, what string, err error) {
 
 // unchangedSince checks that the source has no change after tok and the
 // digests are still before.
-func (k *kit) unchangedSince(tok uint64, before []services.SliceDigest) {
+func (k *kit) unchangedSince(tok uint64, before []contract.SliceDigest) {
 	k.t.Helper()
 	if ids := idsOf(k.delta(tok, 0)); len(ids) != 0 {
 		k.t.Fatalf("refused operations changed records %q", ids)
@@ -41,7 +41,7 @@ func testWriteFence(t *testing.T, f Factory) {
 	ids := k.writeN("r", 3)
 	_, tok := k.historical(0)
 	before := k.digests(k.h.Source)
-	k.fence(store.FenceWrite, "kit-w")
+	k.fence(contract.FenceWrite, "kit-w")
 
 	_, err := k.tryWrite("new", true)
 	checkLocked(t, "new write", err)
@@ -52,7 +52,7 @@ func testWriteFence(t *testing.T, f Factory) {
 
 	// Raising hard-delete to write with the same token is the lock
 	// lifecycle's order; the reverse (a stale replay) must not reopen writes.
-	if err := k.h.Source.SetFence(k.ctx, k.res, services.FenceFor(store.FenceHardDelete, "kit-w", time.Now().Add(time.Hour), 0)); err != nil {
+	if err := k.h.Source.SetFence(k.ctx, k.res, contract.FenceFor(contract.FenceHardDelete, "kit-w", time.Now().Add(time.Hour), 0)); err != nil {
 		t.Fatalf("SetFence(hard-delete) with the write fence's token: %v", err)
 	}
 	_, err = k.tryWrite(ids[0], false)
@@ -65,12 +65,12 @@ func testWriteFence(t *testing.T, f Factory) {
 func testFenceCleared(t *testing.T, f Factory) {
 	k := newKit(t, f, "clear")
 	ids := k.writeN("r", 3)
-	k.fence(store.FenceWrite, "kit-a")
+	k.fence(contract.FenceWrite, "kit-a")
 
-	k.mustCode("ClearFence with another token", k.h.Source.ClearFence(k.ctx, k.res, "kit-b"), services.CodeConflict)
+	k.mustCode("ClearFence with another token", k.h.Source.ClearFence(k.ctx, k.res, "kit-b"), contract.CodeConflict)
 	k.mustCode("SetFence with another token",
-		k.h.Source.SetFence(k.ctx, k.res, services.FenceFor(store.FenceHardDelete, "kit-b", time.Now().Add(time.Hour), 0)),
-		services.CodeConflict)
+		k.h.Source.SetFence(k.ctx, k.res, contract.FenceFor(contract.FenceHardDelete, "kit-b", time.Now().Add(time.Hour), 0)),
+		contract.CodeConflict)
 	_, err := k.tryWrite(ids[0], false)
 	checkLocked(t, "update after refused fence changes", err)
 
@@ -96,7 +96,7 @@ func testFenceExpires(t *testing.T, f Factory) {
 	k.write("r000", false)
 	const ttl = 400 * time.Millisecond
 	set := time.Now()
-	if err := k.h.Source.SetFence(k.ctx, k.res, services.FenceFor(store.FenceWrite, "kit-x", set.Add(ttl), 0)); err != nil {
+	if err := k.h.Source.SetFence(k.ctx, k.res, contract.FenceFor(contract.FenceWrite, "kit-x", set.Add(ttl), 0)); err != nil {
 		t.Fatalf("SetFence: %v", err)
 	}
 	_, err := k.tryWrite("r000", false)
@@ -109,7 +109,7 @@ func testFenceExpires(t *testing.T, f Factory) {
 		if err == nil {
 			break
 		}
-		if codeOf(err) != services.CodeLocked || time.Now().After(deadline) {
+		if codeOf(err) != contract.CodeLocked || time.Now().After(deadline) {
 			t.Fatalf("update %s after the fence's expiry: %v", time.Since(set), err)
 		}
 		time.Sleep(25 * time.Millisecond)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // maxPages stops an export that never ends.
@@ -30,7 +30,7 @@ type kit struct {
 	mu struct {
 		sync.Mutex
 		n    int                        // writes so far, makes every Data distinct
-		live map[string]services.Record // last stored live record per id
+		live map[string]contract.Record // last stored live record per id
 		gone map[string]bool            // ids deleted at the source
 	}
 }
@@ -46,7 +46,7 @@ func newKit(t *testing.T, factory Factory, name string) *kit {
 		t.Fatalf("contracttest: source service %q and target service %q differ", h.Source.Service(), h.Target.Service())
 	}
 	k := &kit{t: t, h: h, ctx: t.Context(), res: "conv/kit-" + name}
-	k.mu.live = map[string]services.Record{}
+	k.mu.live = map[string]contract.Record{}
 	k.mu.gone = map[string]bool{}
 	return k
 }
@@ -55,7 +55,7 @@ func newKit(t *testing.T, factory Factory, name string) *kit {
 func refFor(id string) string { return "media/kit-" + id }
 
 // tryWrite writes id at the source with fresh data; refs when withRef.
-func (k *kit) tryWrite(id string, withRef bool) (services.Record, error) {
+func (k *kit) tryWrite(id string, withRef bool) (contract.Record, error) {
 	k.mu.Lock()
 	k.mu.n++
 	data := []byte(fmt.Sprintf("%s %s write %d", k.res, id, k.mu.n))
@@ -66,10 +66,10 @@ func (k *kit) tryWrite(id string, withRef bool) (services.Record, error) {
 	}
 	rec, err := k.h.Write(k.res, id, data, refs)
 	if err != nil {
-		return services.Record{}, err
+		return contract.Record{}, err
 	}
 	if rec.ID != id || rec.Deleted {
-		return services.Record{}, fmt.Errorf("Write(%q) returned record %q (deleted %v)", id, rec.ID, rec.Deleted)
+		return contract.Record{}, fmt.Errorf("Write(%q) returned record %q (deleted %v)", id, rec.ID, rec.Deleted)
 	}
 	k.mu.Lock()
 	k.mu.live[id] = rec
@@ -79,7 +79,7 @@ func (k *kit) tryWrite(id string, withRef bool) (services.Record, error) {
 }
 
 // write writes id at the source or fails the test.
-func (k *kit) write(id string, withRef bool) services.Record {
+func (k *kit) write(id string, withRef bool) contract.Record {
 	k.t.Helper()
 	rec, err := k.tryWrite(id, withRef)
 	if err != nil {
@@ -121,9 +121,9 @@ func (k *kit) del(id string) {
 
 // fence sets a fence of level at the source for an hour and returns its
 // token.
-func (k *kit) fence(level store.FenceLevel, token string) services.Fence {
+func (k *kit) fence(level contract.FenceLevel, token string) contract.Fence {
 	k.t.Helper()
-	f := services.FenceFor(level, token, time.Now().Add(time.Hour), 0)
+	f := contract.FenceFor(level, token, time.Now().Add(time.Hour), 0)
 	if err := k.h.Source.SetFence(k.ctx, k.res, f); err != nil {
 		k.t.Fatalf("SetFence(%s, %s): %v", k.res, level, err)
 	}
@@ -132,7 +132,7 @@ func (k *kit) fence(level store.FenceLevel, token string) services.Fence {
 
 // export runs an export from req until a page says no more, checking the
 // page invariants every implementation must keep.
-func (k *kit) export(p services.Participant, req services.ExportRequest) []services.Page {
+func (k *kit) export(p contract.Participant, req contract.ExportRequest) []contract.Page {
 	k.t.Helper()
 	pages, err := k.tryExport(p, req, nil)
 	if err != nil {
@@ -142,12 +142,12 @@ func (k *kit) export(p services.Participant, req services.ExportRequest) []servi
 }
 
 // tryExport is export; between is called after every page but the last.
-func (k *kit) tryExport(p services.Participant, req services.ExportRequest, between func(i int)) ([]services.Page, error) {
+func (k *kit) tryExport(p contract.Participant, req contract.ExportRequest, between func(i int)) ([]contract.Page, error) {
 	limit := req.Limit
 	if limit <= 0 {
-		limit = services.DefaultPageLimit
+		limit = contract.DefaultPageLimit
 	}
-	var pages []services.Page
+	var pages []contract.Page
 	for i := 0; ; i++ {
 		if i >= maxPages {
 			return nil, fmt.Errorf("export of %s did not end after %d pages", req.Resource, maxPages)
@@ -174,7 +174,7 @@ func (k *kit) tryExport(p services.Participant, req services.ExportRequest, betw
 }
 
 // checkPage checks one page against its request.
-func checkPage(req services.ExportRequest, page services.Page, limit int) error {
+func checkPage(req contract.ExportRequest, page contract.Page, limit int) error {
 	switch {
 	case len(page.Records) > limit:
 		return fmt.Errorf("Export(%+v): %d records, above the limit %d", req, len(page.Records), limit)
@@ -201,22 +201,22 @@ func checkPage(req services.ExportRequest, page services.Page, limit int) error 
 
 // historical runs a full historical export with limit and returns the
 // pages and the sync token they ran under.
-func (k *kit) historical(limit int) ([]services.Page, uint64) {
+func (k *kit) historical(limit int) ([]contract.Page, uint64) {
 	k.t.Helper()
-	pages := k.export(k.h.Source, services.ExportRequest{Resource: k.res, Mode: services.Historical, Limit: limit})
+	pages := k.export(k.h.Source, contract.ExportRequest{Resource: k.res, Mode: contract.Historical, Limit: limit})
 	return pages, pages[0].SyncToken
 }
 
 // delta runs a full delta export from token with limit.
-func (k *kit) delta(token uint64, limit int) []services.Page {
+func (k *kit) delta(token uint64, limit int) []contract.Page {
 	k.t.Helper()
-	return k.export(k.h.Source, services.ExportRequest{Resource: k.res, Mode: services.Delta, SyncToken: token, Limit: limit})
+	return k.export(k.h.Source, contract.ExportRequest{Resource: k.res, Mode: contract.Delta, SyncToken: token, Limit: limit})
 }
 
 // importAll imports pages into the target in order and returns the results.
-func (k *kit) importAll(pages []services.Page) []services.ImportResult {
+func (k *kit) importAll(pages []contract.Page) []contract.ImportResult {
 	k.t.Helper()
-	out := make([]services.ImportResult, 0, len(pages))
+	out := make([]contract.ImportResult, 0, len(pages))
 	for i, p := range pages {
 		res, err := k.h.Target.Import(k.ctx, p)
 		if err != nil {
@@ -231,7 +231,7 @@ func (k *kit) importAll(pages []services.Page) []services.ImportResult {
 }
 
 // digests returns p's digests of the kit's resource.
-func (k *kit) digests(p services.Participant) []services.SliceDigest {
+func (k *kit) digests(p contract.Participant) []contract.SliceDigest {
 	k.t.Helper()
 	d, err := p.Digests(k.ctx, k.res)
 	if err != nil {
@@ -296,7 +296,7 @@ func (k *kit) converged() {
 }
 
 // read reads id at the target through the user path or fails the test.
-func (k *kit) read(id string) (services.Record, bool) {
+func (k *kit) read(id string) (contract.Record, bool) {
 	k.t.Helper()
 	rec, found, err := k.h.Read(k.res, id)
 	if err != nil {
@@ -306,7 +306,7 @@ func (k *kit) read(id string) (services.Record, bool) {
 }
 
 // sameContent compares what a migration must carry unchanged.
-func sameContent(got, want services.Record) error {
+func sameContent(got, want contract.Record) error {
 	switch {
 	case got.ID != want.ID:
 		return fmt.Errorf("id %q, want %q", got.ID, want.ID)
@@ -324,10 +324,10 @@ func sameContent(got, want services.Record) error {
 
 // targetRecords returns every record the target holds for the resource,
 // tombstones included, through a historical export of the target.
-func (k *kit) targetRecords() map[string]services.Record {
+func (k *kit) targetRecords() map[string]contract.Record {
 	k.t.Helper()
-	out := map[string]services.Record{}
-	for _, p := range k.export(k.h.Target, services.ExportRequest{Resource: k.res, Mode: services.Historical}) {
+	out := map[string]contract.Record{}
+	for _, p := range k.export(k.h.Target, contract.ExportRequest{Resource: k.res, Mode: contract.Historical}) {
 		for _, r := range p.Records {
 			out[r.ID] = r
 		}
@@ -336,7 +336,7 @@ func (k *kit) targetRecords() map[string]services.Record {
 }
 
 // idsOf returns the record ids of pages in order.
-func idsOf(pages []services.Page) []string {
+func idsOf(pages []contract.Page) []string {
 	var ids []string
 	for _, p := range pages {
 		for _, r := range p.Records {
@@ -347,8 +347,8 @@ func idsOf(pages []services.Page) []string {
 }
 
 // recordsOf returns the records of pages by id (the last one wins).
-func recordsOf(pages []services.Page) map[string]services.Record {
-	out := map[string]services.Record{}
+func recordsOf(pages []contract.Page) map[string]contract.Record {
+	out := map[string]contract.Record{}
 	for _, p := range pages {
 		for _, r := range p.Records {
 			out[r.ID] = r
@@ -369,24 +369,24 @@ func sortedKeys[V any](m map[string]V) []string {
 // codeOf returns the contract error code of err ("" for nil). Errors of
 // the user path (Write, Delete) go through services.ToError, which is how
 // the service boundary maps them; Participant errors must already be
-// *services.Error (see mustCode).
-func codeOf(err error) services.Code {
+// *contract.Error (see mustCode).
+func codeOf(err error) contract.Code {
 	if err == nil {
 		return ""
 	}
 	return services.ToError(err).Code
 }
 
-// mustCode checks that a Participant call failed with a *services.Error of
+// mustCode checks that a Participant call failed with a *contract.Error of
 // code want.
-func (k *kit) mustCode(what string, err error, want services.Code) {
+func (k *kit) mustCode(what string, err error, want contract.Code) {
 	k.t.Helper()
-	var se *services.Error
+	var se *contract.Error
 	switch {
 	case err == nil:
 		k.t.Fatalf("%s: no error, want %s", what, want)
 	case !errors.As(err, &se):
-		k.t.Fatalf("%s: %T %v, want a *services.Error with code %s", what, err, err, want)
+		k.t.Fatalf("%s: %T %v, want a *contract.Error with code %s", what, err, err, want)
 	case se.Code != want:
 		k.t.Fatalf("%s: code %s (%v), want %s", what, se.Code, err, want)
 	}

@@ -1,5 +1,5 @@
 // Package contracttest is the migration contract's conformance kit: a
-// service owner proves that an implementation of services.Participant keeps
+// service owner proves that an implementation of contract.Participant keeps
 // the contract of paper 001 §5.1 and assumptions (A2)–(A4) by running
 //
 //	func TestContract(t *testing.T) {
@@ -18,7 +18,7 @@
 //
 // Errors of Write and Delete are mapped with services.ToError, as the
 // service boundary maps them (a store.FencedError is CodeLocked); errors of
-// Participant methods must already be *services.Error. Fences are set an
+// Participant methods must already be *contract.Error. Fences are set an
 // hour ahead of the wall clock, and one subtest waits for a fence of 400 ms
 // to expire, so the source must run on the real clock.
 package contracttest
@@ -26,7 +26,7 @@ package contracttest
 import (
 	"testing"
 
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Harness is what a Factory gives the kit: two instances of the
@@ -37,16 +37,16 @@ import (
 type Harness struct {
 	// Source and Target are the implementation in the source and the
 	// target region. They start empty.
-	Source, Target services.Participant
+	Source, Target contract.Participant
 	// Write creates or updates a live record at the source through the
 	// service's user write path; returns the stored record.
-	Write func(resource, id string, data []byte, refs []string) (services.Record, error)
+	Write func(resource, id string, data []byte, refs []string) (contract.Record, error)
 	// Delete deletes at the source through the user path (with whatever
 	// fence is set).
 	Delete func(resource, id string) error
 	// Read reads a record at the TARGET through the user read path:
 	// (record, found).
-	Read func(resource, id string) (services.Record, bool, error)
+	Read func(resource, id string) (contract.Record, bool, error)
 }
 
 // Factory returns a fresh Harness for one subtest; it registers its own

@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contracttest"
 	"github.com/cutover/cutover/services/store"
 )
@@ -29,7 +30,7 @@ func storeHarness(t *testing.T) contracttest.Harness {
 	return contracttest.Harness{
 		Source: services.NewStoreParticipant("kit", src, services.StoreParticipantOptions{}),
 		Target: services.NewStoreParticipant("kit", dst, services.StoreParticipantOptions{}),
-		Write: func(resource, id string, data []byte, refs []string) (services.Record, error) {
+		Write: func(resource, id string, data []byte, refs []string) (contract.Record, error) {
 			rec := store.Record{ID: id, Kind: "note", Data: data, Refs: refs}
 			got, err := src.Put(resource, rec, true)
 			if errors.Is(err, store.ErrExists) {
@@ -41,10 +42,10 @@ func storeHarness(t *testing.T) contracttest.Harness {
 			_, err := src.Delete(resource, id)
 			return err
 		},
-		Read: func(resource, id string) (services.Record, bool, error) {
+		Read: func(resource, id string) (contract.Record, bool, error) {
 			rec, err := dst.Get(resource, id)
 			if errors.Is(err, store.ErrNotFound) {
-				return services.Record{}, false, nil
+				return contract.Record{}, false, nil
 			}
 			return rec, err == nil, err
 		},

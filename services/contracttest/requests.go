@@ -6,15 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // testCleanup: cleanup removes the resource at the target (rollback of a
 // migration) and is harmless when repeated; the source is untouched.
 func testCleanup(t *testing.T, f Factory) {
 	k := newKit(t, f, "cleanup")
-	k.fence(store.FenceHardDelete, "kit-hd")
+	k.fence(contract.FenceHardDelete, "kit-hd")
 	ids := k.writeN("r", 5)
 	k.del(ids[4])
 	hist, _ := k.historical(2)
@@ -52,7 +51,7 @@ func testCleanup(t *testing.T, f Factory) {
 // and has no digests.
 func testEmptyResource(t *testing.T, f Factory) {
 	k := newKit(t, f, "empty")
-	pages := k.export(k.h.Source, services.ExportRequest{Resource: k.res, Mode: services.Historical})
+	pages := k.export(k.h.Source, contract.ExportRequest{Resource: k.res, Mode: contract.Historical})
 	if len(pages) != 1 || len(pages[0].Records) != 0 {
 		t.Fatalf("historical export of an empty resource: %d pages, %d records", len(pages), len(idsOf(pages)))
 	}
@@ -79,13 +78,13 @@ func testBadRequests(t *testing.T, f Factory) {
 	targetBefore := k.targetRecords()
 
 	s, tg := k.h.Source, k.h.Target
-	for _, mode := range []services.ExportMode{0, 3, 255} {
-		_, err := s.Export(k.ctx, services.ExportRequest{Resource: k.res, Mode: mode})
-		k.mustCode("Export with mode "+mode.String(), err, services.CodeInvalid)
+	for _, mode := range []contract.ExportMode{0, 3, 255} {
+		_, err := s.Export(k.ctx, contract.ExportRequest{Resource: k.res, Mode: mode})
+		k.mustCode("Export with mode "+mode.String(), err, contract.CodeInvalid)
 	}
-	for _, mode := range []services.ExportMode{services.Historical, services.Delta} {
-		_, err := s.Export(k.ctx, services.ExportRequest{Mode: mode})
-		k.mustCode(mode.String()+" Export of an empty resource name", err, services.CodeInvalid)
+	for _, mode := range []contract.ExportMode{contract.Historical, contract.Delta} {
+		_, err := s.Export(k.ctx, contract.ExportRequest{Mode: mode})
+		k.mustCode(mode.String()+" Export of an empty resource name", err, contract.CodeInvalid)
 	}
 	// A record that would change the target if it were applied.
 	rec := hist[0].Records[0]
@@ -94,26 +93,26 @@ func testBadRequests(t *testing.T, f Factory) {
 	svc := s.Service()
 	for _, c := range []struct {
 		what string
-		page services.Page
+		page contract.Page
 	}{
-		{"Import into an empty resource name", services.Page{Service: svc, Mode: services.Historical, Records: []services.Record{rec}}},
-		{"Import of another service's page", services.Page{Service: svc + "-other", Resource: k.res, Mode: services.Historical, Records: []services.Record{rec}}},
-		{"Import of a record without id", services.Page{Service: svc, Resource: k.res, Mode: services.Historical, Records: []services.Record{rec, {Version: 1, Data: []byte("x")}}}},
+		{"Import into an empty resource name", contract.Page{Service: svc, Mode: contract.Historical, Records: []contract.Record{rec}}},
+		{"Import of another service's page", contract.Page{Service: svc + "-other", Resource: k.res, Mode: contract.Historical, Records: []contract.Record{rec}}},
+		{"Import of a record without id", contract.Page{Service: svc, Resource: k.res, Mode: contract.Historical, Records: []contract.Record{rec, {Version: 1, Data: []byte("x")}}}},
 	} {
 		_, err := tg.Import(k.ctx, c.page)
-		k.mustCode(c.what, err, services.CodeInvalid)
+		k.mustCode(c.what, err, contract.CodeInvalid)
 	}
 	_, err := s.Digests(k.ctx, "")
-	k.mustCode("Digests of an empty resource name", err, services.CodeInvalid)
+	k.mustCode("Digests of an empty resource name", err, contract.CodeInvalid)
 	_, err = s.ReadSlice(k.ctx, "", 0, 1)
-	k.mustCode("ReadSlice of an empty resource name", err, services.CodeInvalid)
+	k.mustCode("ReadSlice of an empty resource name", err, contract.CodeInvalid)
 	k.mustCode("SetFence on an empty resource name",
-		s.SetFence(k.ctx, "", services.FenceFor(store.FenceWrite, "kit-t", time.Now().Add(time.Hour), 0)), services.CodeInvalid)
+		s.SetFence(k.ctx, "", contract.FenceFor(contract.FenceWrite, "kit-t", time.Now().Add(time.Hour), 0)), contract.CodeInvalid)
 	k.mustCode("SetFence without a token",
-		s.SetFence(k.ctx, k.res, services.FenceFor(store.FenceWrite, "", time.Now().Add(time.Hour), 0)), services.CodeInvalid)
-	k.mustCode("ClearFence without a token", s.ClearFence(k.ctx, k.res, ""), services.CodeInvalid)
+		s.SetFence(k.ctx, k.res, contract.FenceFor(contract.FenceWrite, "", time.Now().Add(time.Hour), 0)), contract.CodeInvalid)
+	k.mustCode("ClearFence without a token", s.ClearFence(k.ctx, k.res, ""), contract.CodeInvalid)
 	_, err = tg.Cleanup(k.ctx, "")
-	k.mustCode("Cleanup of an empty resource name", err, services.CodeInvalid)
+	k.mustCode("Cleanup of an empty resource name", err, contract.CodeInvalid)
 
 	k.unchangedSince(tok, src)
 	if after := k.digests(k.h.Target); !slices.Equal(after, dst) {

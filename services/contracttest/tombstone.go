@@ -4,8 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cutover/cutover/services"
-	"github.com/cutover/cutover/services/store"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // checkTargetTombstone checks that the target holds id as a tombstone
@@ -36,7 +35,7 @@ func testTombstoneAfterLiveCopy(t *testing.T, f Factory) {
 		t.Fatalf("Read(%q) at the target after the copy: not found", ids[0])
 	}
 
-	k.fence(store.FenceHardDelete, "kit-hd")
+	k.fence(contract.FenceHardDelete, "kit-hd")
 	k.del(ids[0])
 	delta := k.delta(tok, 0)
 	if r, ok := recordsOf(delta)[ids[0]]; !ok || !r.Deleted {
@@ -53,7 +52,7 @@ func testTombstoneBeatsOlderLive(t *testing.T, f Factory) {
 	k := newKit(t, f, "resurrect")
 	k.writeN("r", 3)
 	hist, tok := k.historical(0)
-	k.fence(store.FenceHardDelete, "kit-hd")
+	k.fence(contract.FenceHardDelete, "kit-hd")
 	k.del("r001")
 	delta := k.delta(tok, 0)
 
@@ -74,11 +73,11 @@ func testTombstoneStrippedAtSource(t *testing.T, f Factory) {
 	k := newKit(t, f, "strip")
 	k.write("r000", true)
 	k.write("r001", true)
-	k.fence(store.FenceHardDelete, "kit-hd")
+	k.fence(contract.FenceHardDelete, "kit-hd")
 	k.del("r000")
-	for _, req := range []services.ExportRequest{
-		{Resource: k.res, Mode: services.Historical},
-		{Resource: k.res, Mode: services.Delta},
+	for _, req := range []contract.ExportRequest{
+		{Resource: k.res, Mode: contract.Historical},
+		{Resource: k.res, Mode: contract.Delta},
 	} {
 		pages := k.export(k.h.Source, req) // checkPage rejects a tombstone with content
 		r, ok := recordsOf(pages)["r000"]

@@ -8,26 +8,14 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
-// SliceDigest summarises the live records of one time slice of a resource.
-// Two stores hold the same live records in a slice exactly when (barring a
-// hash collision) their digests of that slice are equal, so validation
-// compares full content of every record without reading them (paper 001
-// §5.3 compares a sample; this compares everything).
-type SliceDigest struct {
-	// Slice is the slice start, unix nanoseconds (see Store.SliceOf).
-	Slice int64
-	// Count is the number of live records whose CreatedAt is in the slice.
-	Count uint64
-	// Hash is the sum modulo 2^128 of the 128-bit record hashes (SHA-256
-	// truncated) of (id, kind, createdAt, data, refs) of those records. A sum
-	// is an order-independent multiset hash that a write updates by
-	// subtracting the old record's hash and adding the new one's. Version,
-	// Seq and the timestamps other than CreatedAt are left out: they differ
-	// legitimately between regions or say nothing about content.
-	Hash [16]byte
-}
+// SliceDigest is the contract's slice digest (contract.SliceDigest): a
+// count and an order-independent content hash of the live records of one
+// time slice, maintained at write time (Store.Digests).
+type SliceDigest = contract.SliceDigest
 
 // storedDigest is the msgpack form of a slice digest.
 type storedDigest struct {

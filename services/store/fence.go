@@ -7,56 +7,29 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
-// FenceLevel is how much of the user path a fence blocks (paper 001 Table 4).
-type FenceLevel uint8
+// FenceLevel is the contract's fence level (contract.FenceLevel), named
+// here so that the store's API reads on its own.
+type FenceLevel = contract.FenceLevel
 
+// Fence levels (contract.FenceNone, ...).
 const (
 	// FenceNone blocks nothing.
-	FenceNone FenceLevel = iota
-	// FenceHardDelete turns deletes into tombstones (paper 001 §4.3); set
-	// before the historical export starts.
-	FenceHardDelete
+	FenceNone = contract.FenceNone
+	// FenceHardDelete turns deletes into tombstones (paper 001 §4.3).
+	FenceHardDelete = contract.FenceHardDelete
 	// FenceWrite refuses updates, new writes and deletes with a
-	// *FencedError (HTTP 423); set before the delta export, and kept on the
-	// old location after the swap.
-	FenceWrite
+	// *FencedError (HTTP 423).
+	FenceWrite = contract.FenceWrite
 )
 
-// String returns "none", "hard-delete", "write" or "level(N)".
-func (l FenceLevel) String() string {
-	switch l {
-	case FenceNone:
-		return "none"
-	case FenceHardDelete:
-		return "hard-delete"
-	case FenceWrite:
-		return "write"
-	}
-	return fmt.Sprintf("level(%d)", uint8(l))
-}
-
-// Fence is the per-resource backstop of a migration lock (DESIGN.md "Two
-// layers of enforcement"). It carries the lock's token and expiry, so a
-// crashed orchestrator cannot fence a resource forever.
-type Fence struct {
-	// Level is what the fence blocks.
-	Level FenceLevel
-	// Token is the migration lock token. It authorises changing or clearing
-	// the fence and must never be logged whole.
-	Token string
-	// Expiry is when the fence stops being active, by the store's clock.
-	Expiry time.Time
-	// SetAt is when the store last wrote the fence (set by the store).
-	SetAt time.Time
-}
-
-// Active reports whether the fence blocks anything at now: a level above
-// FenceNone and now before Expiry.
-func (f Fence) Active(now time.Time) bool {
-	return f.Level != FenceNone && now.Before(f.Expiry)
-}
+// Fence is the contract's per-resource fence (contract.Fence), the
+// backstop of a migration lock that the store keeps and checks atomically
+// on every mutation (DESIGN.md "Two layers of enforcement").
+type Fence = contract.Fence
 
 // storedFence is the msgpack form of a Fence; times are unix nanoseconds.
 type storedFence struct {

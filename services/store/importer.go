@@ -26,7 +26,7 @@ func (s *Store) Import(resource string, recs []Record) (applied int, err error) 
 		return 0, err
 	}
 	for i := range recs {
-		if err := recs[i].validate(); err != nil {
+		if err := validateRecord(&recs[i]); err != nil {
 			return 0, err
 		}
 		if recs[i].Version == 0 {
@@ -61,7 +61,7 @@ func (s *Store) Import(resource string, recs []Record) (applied int, err error) 
 		}
 		next := entry{Record: in}
 		if next.Deleted {
-			next.stripTombstone()
+			stripTombstone(&next.Record)
 			if next.DeletedAt == 0 {
 				next.DeletedAt = now.UnixNano()
 			}

@@ -25,7 +25,7 @@ func (s *Store) Put(resource string, rec Record, create bool) (Record, error) {
 	if err := validResource(resource); err != nil {
 		return Record{}, err
 	}
-	if err := rec.validate(); err != nil {
+	if err := validateRecord(&rec); err != nil {
 		return Record{}, err
 	}
 	if rec.Deleted {

@@ -2,39 +2,13 @@ package store
 
 import (
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
-// Record is one record of one resource in this service.
-type Record struct {
-	// ID is unique within the resource. Client-supplied ids are allowed:
-	// non-empty, at most 128 bytes, no NUL.
-	ID string
-	// Kind is the record type inside the service ("message", "reaction");
-	// at most 128 bytes, no NUL, may be empty.
-	Kind string
-	// Version is bumped by the store on every change at the source. Import
-	// keeps the sender's version and applies only newer ones (paper 001 A3).
-	Version uint64
-	// Seq is the per-resource change sequence of the record's last change at
-	// this store. The store sets it; a value passed in is ignored.
-	Seq uint64
-	// CreatedAt (unix nanoseconds, >= 0) decides the record's time slice. Put
-	// sets it on first write if it is 0 and never changes it afterwards.
-	CreatedAt int64
-	// UpdatedAt (unix nanoseconds) is the time of the last change at the
-	// source.
-	UpdatedAt int64
-	// Deleted marks a tombstone. A tombstone's Data and Refs are always empty:
-	// content and personal data are stripped at once (paper 001 §4.3).
-	Deleted bool
-	// DeletedAt (unix nanoseconds) is when the record was deleted.
-	DeletedAt int64
-	// Data is the opaque content (the service's own encoding).
-	Data []byte
-	// Refs names dependent resources referenced by the record ("media/m1");
-	// export reports them so the orchestrator can start child migrations.
-	Refs []string
-}
+// Record is the contract's record (contract.Record): one record of one
+// resource in this service.
+type Record = contract.Record
 
 // DeleteResult tells the caller what Delete did.
 type DeleteResult struct {
@@ -45,8 +19,8 @@ type DeleteResult struct {
 	Tombstone Record
 }
 
-// validate checks the parts of rec that are keys or index fields.
-func (r *Record) validate() error {
+// validateRecord checks the parts of rec that are keys or index fields.
+func validateRecord(r *Record) error {
 	if err := validID(r.ID); err != nil {
 		return err
 	}
@@ -65,7 +39,7 @@ func (r *Record) validate() error {
 }
 
 // stripTombstone removes everything a tombstone must not carry.
-func (r *Record) stripTombstone() {
+func stripTombstone(r *Record) {
 	r.Data = nil
 	r.Refs = nil
 }

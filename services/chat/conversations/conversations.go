@@ -15,6 +15,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat/internal/core"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -62,7 +63,7 @@ type Conversation struct {
 }
 
 // Service is the conversations service at one region. It implements
-// services.Participant through the embedded contract. Safe for concurrent
+// contract.Participant through the embedded contract. Safe for concurrent
 // use.
 type Service struct {
 	*core.Participant
@@ -70,7 +71,7 @@ type Service struct {
 	maxMembers int
 }
 
-var _ services.Participant = (*Service)(nil)
+var _ contract.Participant = (*Service)(nil)
 
 // New returns the service over st, which it does not own.
 func New(st *store.Store, opts Options) *Service {
@@ -93,7 +94,7 @@ type memberData struct {
 // Create writes a new conversation's metadata and roster under decision d
 // (a new write). createdBy is always a member. The metadata record is the
 // claim: a second Create of the same id gets CodeConflict, even after a
-// partial first attempt. Errors: *services.Error — invalid (ids, title,
+// partial first attempt. Errors: *contract.Error — invalid (ids, title,
 // roster size), conflict, locked, internal.
 func (s *Service) Create(ctx context.Context, d kvrouting.Decision, id, title, createdBy string, members []string) (Conversation, error) {
 	if err := core.Check(d, kvrouting.OpNewWrite); err != nil {
@@ -118,7 +119,7 @@ func (s *Service) Create(ctx context.Context, d kvrouting.Decision, id, title, c
 	slices.Sort(roster)
 	roster = slices.Compact(roster)
 	if len(roster) > s.maxMembers {
-		return Conversation{}, services.Errorf(services.CodeInvalid, "%d members, at most %d", len(roster), s.maxMembers)
+		return Conversation{}, contract.Errorf(contract.CodeInvalid, "%d members, at most %d", len(roster), s.maxMembers)
 	}
 	res := core.ConvResource(id)
 	data, err := msgpack.Marshal(&metaData{Title: title, CreatedBy: createdBy})
@@ -127,7 +128,7 @@ func (s *Service) Create(ctx context.Context, d kvrouting.Decision, id, title, c
 	}
 	meta, err := s.c.Create(ctx, d, res, store.Record{ID: MetaID, Kind: KindMeta, Data: data})
 	if errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrDeleted) {
-		return Conversation{}, services.Errorf(services.CodeConflict, "conversation %q already exists", id)
+		return Conversation{}, contract.Errorf(contract.CodeConflict, "conversation %q already exists", id)
 	}
 	if err != nil {
 		return Conversation{}, services.ToError(err)
@@ -143,11 +144,11 @@ func (s *Service) Create(ctx context.Context, d kvrouting.Decision, id, title, c
 // MaxMembers returns the roster cap.
 func (s *Service) MaxMembers() int { return s.maxMembers }
 
-// ValidTitle returns a CodeInvalid *services.Error unless title is valid
+// ValidTitle returns a CodeInvalid *contract.Error unless title is valid
 // UTF-8 of at most MaxTitleBytes.
 func ValidTitle(title string) error {
 	if len(title) > MaxTitleBytes || !utf8.ValidString(title) {
-		return services.Errorf(services.CodeInvalid, "title must be valid UTF-8 of at most %d bytes", MaxTitleBytes)
+		return contract.Errorf(contract.CodeInvalid, "title must be valid UTF-8 of at most %d bytes", MaxTitleBytes)
 	}
 	return nil
 }
@@ -164,7 +165,7 @@ func (s *Service) addMember(ctx context.Context, d kvrouting.Decision, res, user
 	return services.ToError(err)
 }
 
-// Get returns the conversation. Errors: *services.Error — not_found when the
+// Get returns the conversation. Errors: *contract.Error — not_found when the
 // region has no metadata for id, invalid, internal.
 func (s *Service) Get(ctx context.Context, id string) (Conversation, error) {
 	if err := core.ValidID("conversation id", id); err != nil {
@@ -177,7 +178,7 @@ func (s *Service) Get(ctx context.Context, id string) (Conversation, error) {
 	}
 	var md metaData
 	if err := msgpack.Unmarshal(rec.Data, &md); err != nil {
-		return Conversation{}, services.Errorf(services.CodeInternal, "conversation %q: corrupt metadata: %v", id, err)
+		return Conversation{}, contract.Errorf(contract.CodeInternal, "conversation %q: corrupt metadata: %v", id, err)
 	}
 	members, err := s.members(ctx, res)
 	if err != nil {
@@ -186,7 +187,7 @@ func (s *Service) Get(ctx context.Context, id string) (Conversation, error) {
 	return Conversation{ID: id, Title: md.Title, CreatedBy: md.CreatedBy, CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), Members: members}, nil
 }
 
-// Members returns the sorted roster. Errors: *services.Error — not_found,
+// Members returns the sorted roster. Errors: *contract.Error — not_found,
 // invalid, internal.
 func (s *Service) Members(ctx context.Context, id string) ([]string, error) {
 	if err := core.ValidID("conversation id", id); err != nil {
@@ -212,7 +213,7 @@ func (s *Service) members(ctx context.Context, res string) ([]string, error) {
 	return out, nil
 }
 
-// IsMember reports whether user is on the roster. Errors: *services.Error —
+// IsMember reports whether user is on the roster. Errors: *contract.Error —
 // not_found when the region has no such conversation, invalid, internal.
 func (s *Service) IsMember(ctx context.Context, id, user string) (bool, error) {
 	if err := core.ValidID("conversation id", id); err != nil {
@@ -226,7 +227,7 @@ func (s *Service) IsMember(ctx context.Context, id, user string) (bool, error) {
 	if err == nil {
 		return true, nil
 	}
-	if services.ToError(err).Code != services.CodeNotFound {
+	if services.ToError(err).Code != contract.CodeNotFound {
 		return false, err
 	}
 	if _, err := s.c.Get(ctx, res, MetaID); err != nil {
@@ -237,7 +238,7 @@ func (s *Service) IsMember(ctx context.Context, id, user string) (bool, error) {
 
 // AddMember adds user to the roster under decision d (a new write) and
 // returns the roster. Adding a member twice is not an error. Errors:
-// *services.Error — invalid (including a full roster), not_found, locked,
+// *contract.Error — invalid (including a full roster), not_found, locked,
 // internal.
 func (s *Service) AddMember(ctx context.Context, d kvrouting.Decision, id, user, by string) ([]string, error) {
 	if err := core.Check(d, kvrouting.OpNewWrite); err != nil {
@@ -254,7 +255,7 @@ func (s *Service) AddMember(ctx context.Context, d kvrouting.Decision, id, user,
 		return members, nil
 	}
 	if len(members) >= s.maxMembers {
-		return nil, services.Errorf(services.CodeInvalid, "conversation %q already has %d members", id, len(members))
+		return nil, contract.Errorf(contract.CodeInvalid, "conversation %q already has %d members", id, len(members))
 	}
 	if err := s.addMember(ctx, d, core.ConvResource(id), user, by); err != nil {
 		return nil, err
@@ -263,8 +264,8 @@ func (s *Service) AddMember(ctx context.Context, d kvrouting.Decision, id, user,
 }
 
 func notFound(err error, id string) error {
-	if e := services.ToError(err); e.Code == services.CodeNotFound {
-		return services.Errorf(services.CodeNotFound, "conversation %q not found", id)
+	if e := services.ToError(err); e.Code == contract.CodeNotFound {
+		return contract.Errorf(contract.CodeNotFound, "conversation %q not found", id)
 	}
 	return err
 }

@@ -3,16 +3,16 @@ package media
 import (
 	"testing"
 
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat/internal/core"
 	"github.com/cutover/cutover/services/chat/internal/kittest"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contracttest"
 	"github.com/cutover/cutover/services/store"
 )
 
 // TestContract runs the migration contract's conformance kit.
 func TestContract(t *testing.T) {
-	contracttest.Run(t, kittest.Factory(KindBlob, func(st *store.Store) (services.Participant, *core.Core) {
+	contracttest.Run(t, kittest.Factory(KindBlob, func(st *store.Store) (contract.Participant, *core.Core) {
 		s := New(st, Options{})
 		return s, s.c
 	}))

@@ -13,6 +13,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat/internal/core"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -58,7 +59,7 @@ type Blob struct {
 }
 
 // Service is the media service at one region. It implements
-// services.Participant through the embedded contract. Safe for concurrent
+// contract.Participant through the embedded contract. Safe for concurrent
 // use.
 type Service struct {
 	*core.Participant
@@ -66,7 +67,7 @@ type Service struct {
 	maxBytes int
 }
 
-var _ services.Participant = (*Service)(nil)
+var _ contract.Participant = (*Service)(nil)
 
 // New returns the service over st, which it does not own.
 func New(st *store.Store, opts Options) *Service {
@@ -80,14 +81,14 @@ func New(st *store.Store, opts Options) *Service {
 // MaxBytes returns the largest blob accepted.
 func (s *Service) MaxBytes() int { return s.maxBytes }
 
-// ValidContentType returns a CodeInvalid *services.Error unless ct is a
+// ValidContentType returns a CodeInvalid *contract.Error unless ct is a
 // media type (RFC 2045) of at most 255 bytes.
 func ValidContentType(ct string) error {
 	if len(ct) > 255 {
-		return services.Errorf(services.CodeInvalid, "content type longer than 255 bytes")
+		return contract.Errorf(contract.CodeInvalid, "content type longer than 255 bytes")
 	}
 	if _, _, err := mime.ParseMediaType(ct); err != nil {
-		return services.Errorf(services.CodeInvalid, "content type %q: %v", ct, err)
+		return contract.Errorf(contract.CodeInvalid, "content type %q: %v", ct, err)
 	}
 	return nil
 }
@@ -100,7 +101,7 @@ type blobData struct {
 
 // Put stores a new blob under decision d (a new write) for the resource
 // media/<b.ID>, whose routing document the caller registered. Errors:
-// *services.Error — invalid (ids, content type), too_large, conflict (the
+// *contract.Error — invalid (ids, content type), too_large, conflict (the
 // id is taken), locked, internal.
 func (s *Service) Put(ctx context.Context, d kvrouting.Decision, b Blob) (Blob, error) {
 	if err := core.Check(d, kvrouting.OpNewWrite); err != nil {
@@ -113,7 +114,7 @@ func (s *Service) Put(ctx context.Context, d kvrouting.Decision, b Blob) (Blob, 
 		return Blob{}, err
 	}
 	if len(b.Data) > s.maxBytes {
-		return Blob{}, services.Errorf(services.CodeTooLarge, "media of %d bytes, at most %d", len(b.Data), s.maxBytes)
+		return Blob{}, contract.Errorf(contract.CodeTooLarge, "media of %d bytes, at most %d", len(b.Data), s.maxBytes)
 	}
 	if err := ValidContentType(b.ContentType); err != nil {
 		return Blob{}, err
@@ -124,7 +125,7 @@ func (s *Service) Put(ctx context.Context, d kvrouting.Decision, b Blob) (Blob, 
 	}
 	rec, err := s.c.Create(ctx, d, core.MediaResource(b.ID), store.Record{ID: BlobID, Kind: KindBlob, Data: data})
 	if errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrDeleted) {
-		return Blob{}, services.Errorf(services.CodeConflict, "media %q already exists", b.ID)
+		return Blob{}, contract.Errorf(contract.CodeConflict, "media %q already exists", b.ID)
 	}
 	if err != nil {
 		return Blob{}, services.ToError(err)
@@ -132,7 +133,7 @@ func (s *Service) Put(ctx context.Context, d kvrouting.Decision, b Blob) (Blob, 
 	return decode(b.ID, rec, true)
 }
 
-// Get returns the blob with its content. Errors: *services.Error —
+// Get returns the blob with its content. Errors: *contract.Error —
 // not_found, invalid, internal.
 func (s *Service) Get(ctx context.Context, id string) (Blob, error) {
 	return s.get(ctx, id, true)
@@ -149,8 +150,8 @@ func (s *Service) get(ctx context.Context, id string, withData bool) (Blob, erro
 	}
 	rec, err := s.c.Get(ctx, core.MediaResource(id), BlobID)
 	if err != nil {
-		if services.ToError(err).Code == services.CodeNotFound {
-			return Blob{}, services.Errorf(services.CodeNotFound, "media %q not found", id)
+		if services.ToError(err).Code == contract.CodeNotFound {
+			return Blob{}, contract.Errorf(contract.CodeNotFound, "media %q not found", id)
 		}
 		return Blob{}, err
 	}
@@ -160,7 +161,7 @@ func (s *Service) get(ctx context.Context, id string, withData bool) (Blob, erro
 func decode(id string, r store.Record, withData bool) (Blob, error) {
 	var bd blobData
 	if err := msgpack.Unmarshal(r.Data, &bd); err != nil {
-		return Blob{}, services.Errorf(services.CodeInternal, "media %q: corrupt record: %v", id, err)
+		return Blob{}, contract.Errorf(contract.CodeInternal, "media %q: corrupt record: %v", id, err)
 	}
 	b := Blob{ID: id, Conversation: bd.Owner, ContentType: bd.ContentType, Size: len(bd.Bytes), CreatedAt: time.Unix(0, r.CreatedAt).UTC()}
 	if withData {

@@ -15,6 +15,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat/internal/core"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -65,7 +66,7 @@ type Position struct {
 }
 
 // Service is the messages service at one region. It implements
-// services.Participant through the embedded contract. Safe for concurrent
+// contract.Participant through the embedded contract. Safe for concurrent
 // use.
 type Service struct {
 	*core.Participant
@@ -73,7 +74,7 @@ type Service struct {
 	maxText int
 }
 
-var _ services.Participant = (*Service)(nil)
+var _ contract.Participant = (*Service)(nil)
 
 // New returns the service over st, which it does not own.
 func New(st *store.Store, opts Options) *Service {
@@ -96,13 +97,13 @@ type messageData struct {
 
 func (s *Service) validText(text string, media int) error {
 	if len(text) > s.maxText {
-		return services.Errorf(services.CodeTooLarge, "text is longer than %d bytes", s.maxText)
+		return contract.Errorf(contract.CodeTooLarge, "text is longer than %d bytes", s.maxText)
 	}
 	if !utf8.ValidString(text) {
-		return services.Errorf(services.CodeInvalid, "text is not valid UTF-8")
+		return contract.Errorf(contract.CodeInvalid, "text is not valid UTF-8")
 	}
 	if text == "" && media == 0 {
-		return services.Errorf(services.CodeInvalid, "a message needs text or media")
+		return contract.Errorf(contract.CodeInvalid, "a message needs text or media")
 	}
 	return nil
 }
@@ -111,7 +112,7 @@ func (s *Service) validText(text string, media int) error {
 // client's idempotency key: posting an id again with the same author, text
 // and media returns the stored message with created=false; different
 // content, or an id whose message was deleted, is CodeConflict. m.CreatedAt
-// and m.EditedAt are ignored. Errors: *services.Error — invalid, too_large,
+// and m.EditedAt are ignored. Errors: *contract.Error — invalid, too_large,
 // conflict, locked, internal.
 func (s *Service) Post(ctx context.Context, d kvrouting.Decision, conv string, m Message) (msg Message, created bool, err error) {
 	if err := core.Check(d, kvrouting.OpNewWrite); err != nil {
@@ -130,7 +131,7 @@ func (s *Service) Post(ctx context.Context, d kvrouting.Decision, conv string, m
 		return Message{}, false, err
 	}
 	if len(m.Media) > MaxMedia {
-		return Message{}, false, services.Errorf(services.CodeInvalid, "%d media, at most %d", len(m.Media), MaxMedia)
+		return Message{}, false, contract.Errorf(contract.CodeInvalid, "%d media, at most %d", len(m.Media), MaxMedia)
 	}
 	refs := make([]string, 0, len(m.Media))
 	for i, id := range m.Media {
@@ -138,7 +139,7 @@ func (s *Service) Post(ctx context.Context, d kvrouting.Decision, conv string, m
 			return Message{}, false, err
 		}
 		if slices.Contains(m.Media[:i], id) {
-			return Message{}, false, services.Errorf(services.CodeInvalid, "media %q listed twice", id)
+			return Message{}, false, contract.Errorf(contract.CodeInvalid, "media %q listed twice", id)
 		}
 		refs = append(refs, MediaRef(id))
 	}
@@ -150,7 +151,7 @@ func (s *Service) Post(ctx context.Context, d kvrouting.Decision, conv string, m
 	rec, err := s.c.Create(ctx, d, core.ConvResource(conv), store.Record{ID: m.ID, Kind: KindMessage, Data: data, Refs: refs})
 	switch {
 	case errors.Is(err, store.ErrDeleted):
-		return Message{}, false, services.Errorf(services.CodeConflict, "message %q was deleted; a deleted id is never reused", m.ID)
+		return Message{}, false, contract.Errorf(contract.CodeConflict, "message %q was deleted; a deleted id is never reused", m.ID)
 	case errors.Is(err, store.ErrExists):
 		old, derr := decode(conv, rec)
 		if derr != nil {
@@ -159,7 +160,7 @@ func (s *Service) Post(ctx context.Context, d kvrouting.Decision, conv string, m
 		if old.Author == m.Author && old.Text == m.Text && slices.Equal(old.Media, m.Media) {
 			return old, false, nil // a retried post (paper 001 §4.4)
 		}
-		return Message{}, false, services.Errorf(services.CodeConflict, "message id %q is already used with other content", m.ID)
+		return Message{}, false, contract.Errorf(contract.CodeConflict, "message id %q is already used with other content", m.ID)
 	case err != nil:
 		return Message{}, false, services.ToError(err)
 	}
@@ -167,7 +168,7 @@ func (s *Service) Post(ctx context.Context, d kvrouting.Decision, conv string, m
 	return msg, err == nil, err
 }
 
-// Get returns a live message. Errors: *services.Error — not_found (missing
+// Get returns a live message. Errors: *contract.Error — not_found (missing
 // or deleted), invalid, internal.
 func (s *Service) Get(ctx context.Context, conv, id string) (Message, error) {
 	if err := core.ValidID("conversation id", conv); err != nil {
@@ -184,7 +185,7 @@ func (s *Service) Get(ctx context.Context, conv, id string) (Message, error) {
 }
 
 // List returns up to limit messages after position after, oldest first.
-// Errors: *services.Error — invalid, internal.
+// Errors: *contract.Error — invalid, internal.
 func (s *Service) List(ctx context.Context, conv string, after Position, limit int) ([]Message, error) {
 	if err := core.ValidID("conversation id", conv); err != nil {
 		return nil, err
@@ -205,7 +206,7 @@ func (s *Service) List(ctx context.Context, conv string, after Position, limit i
 }
 
 // Edit replaces a message's text under decision d (an update); only the
-// author may edit. Errors: *services.Error — locked, forbidden, not_found,
+// author may edit. Errors: *contract.Error — locked, forbidden, not_found,
 // invalid, too_large, internal.
 func (s *Service) Edit(ctx context.Context, d kvrouting.Decision, conv, id, editor, text string) (Message, error) {
 	if err := core.Check(d, kvrouting.OpUpdate); err != nil {
@@ -216,7 +217,7 @@ func (s *Service) Edit(ctx context.Context, d kvrouting.Decision, conv, id, edit
 		return Message{}, err
 	}
 	if old.Author != editor {
-		return Message{}, services.Errorf(services.CodeForbidden, "only the author may edit message %q", id)
+		return Message{}, contract.Errorf(contract.CodeForbidden, "only the author may edit message %q", id)
 	}
 	if err := s.validText(text, len(old.Media)); err != nil {
 		return Message{}, err
@@ -243,7 +244,7 @@ func (s *Service) Edit(ctx context.Context, d kvrouting.Decision, conv, id, edit
 // cannot be posted again by a late retry (Post answers CodeConflict). It
 // reports whether the migration protocol demanded the tombstone (a
 // hard-delete lock or fence, paper 001 §4.3) — the API's "tombstone" as
-// opposed to an ordinary ("hard") delete. Errors: *services.Error — locked,
+// opposed to an ordinary ("hard") delete. Errors: *contract.Error — locked,
 // forbidden, not_found, invalid, internal.
 func (s *Service) Delete(ctx context.Context, d kvrouting.Decision, conv, id, by string) (tombstoned bool, err error) {
 	if err := core.Check(d, kvrouting.OpDelete); err != nil {
@@ -254,7 +255,7 @@ func (s *Service) Delete(ctx context.Context, d kvrouting.Decision, conv, id, by
 		return false, err
 	}
 	if old.Author != by {
-		return false, services.Errorf(services.CodeForbidden, "only the author may delete message %q", id)
+		return false, contract.Errorf(contract.CodeForbidden, "only the author may delete message %q", id)
 	}
 	res, err := s.c.DeleteKeepID(ctx, d, core.ConvResource(conv), id)
 	if err != nil {
@@ -266,7 +267,7 @@ func (s *Service) Delete(ctx context.Context, d kvrouting.Decision, conv, id, by
 func decode(conv string, r store.Record) (Message, error) {
 	var md messageData
 	if err := msgpack.Unmarshal(r.Data, &md); err != nil {
-		return Message{}, services.Errorf(services.CodeInternal, "message %q: corrupt record: %v", r.ID, err)
+		return Message{}, contract.Errorf(contract.CodeInternal, "message %q: corrupt record: %v", r.ID, err)
 	}
 	m := Message{
 		ID: r.ID, Conversation: conv, Author: md.Author, Text: md.Text, Media: md.Media,
@@ -282,8 +283,8 @@ func decode(conv string, r store.Record) (Message, error) {
 }
 
 func msgNotFound(err error, id string) error {
-	if e := services.ToError(err); e.Code == services.CodeNotFound {
-		return services.Errorf(services.CodeNotFound, "message %q not found", id)
+	if e := services.ToError(err); e.Code == contract.CodeNotFound {
+		return contract.Errorf(contract.CodeNotFound, "message %q not found", id)
 	}
 	return err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat/internal/core"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -56,14 +57,14 @@ type Reaction struct {
 }
 
 // Service is the reactions service at one region. It implements
-// services.Participant through the embedded contract. Safe for concurrent
+// contract.Participant through the embedded contract. Safe for concurrent
 // use.
 type Service struct {
 	*core.Participant
 	c *core.Core
 }
 
-var _ services.Participant = (*Service)(nil)
+var _ contract.Participant = (*Service)(nil)
 
 // New returns the service over st, which it does not own.
 func New(st *store.Store, opts Options) *Service {
@@ -101,12 +102,12 @@ func ID(messageID, user, emoji string, gen int) string {
 	return ":" + hex.EncodeToString(h.Sum(nil)[:24]) + suffix
 }
 
-// ValidEmoji returns a CodeInvalid *services.Error unless emoji is a
+// ValidEmoji returns a CodeInvalid *contract.Error unless emoji is a
 // non-empty UTF-8 string of at most MaxEmojiBytes without control characters
 // or '/'.
 func ValidEmoji(emoji string) error {
 	if emoji == "" || len(emoji) > MaxEmojiBytes || !utf8.ValidString(emoji) || strings.Contains(emoji, "/") {
-		return services.Errorf(services.CodeInvalid, "emoji must be 1 to %d bytes of UTF-8 without '/'", MaxEmojiBytes)
+		return contract.Errorf(contract.CodeInvalid, "emoji must be 1 to %d bytes of UTF-8 without '/'", MaxEmojiBytes)
 	}
 	return core.ValidID("emoji", emoji)
 }
@@ -125,7 +126,7 @@ func validate(conv, mid, user, emoji string) error {
 }
 
 // React records user's emoji on message mid under decision d (a new write).
-// Reacting twice is not an error. Errors: *services.Error — invalid,
+// Reacting twice is not an error. Errors: *contract.Error — invalid,
 // conflict (every generation's id is tombstoned), locked, internal.
 func (s *Service) React(ctx context.Context, d kvrouting.Decision, conv, mid, user, emoji string) (Reaction, error) {
 	if err := core.Check(d, kvrouting.OpNewWrite); err != nil {
@@ -142,7 +143,7 @@ func (s *Service) React(ctx context.Context, d kvrouting.Decision, conv, mid, us
 		if err == nil {
 			return decode(rec)
 		}
-		if services.ToError(err).Code != services.CodeNotFound {
+		if services.ToError(err).Code != contract.CodeNotFound {
 			return Reaction{}, err
 		}
 	}
@@ -161,12 +162,12 @@ func (s *Service) React(ctx context.Context, d kvrouting.Decision, conv, mid, us
 			return Reaction{}, services.ToError(err)
 		}
 	}
-	return Reaction{}, services.Errorf(services.CodeConflict, "reaction %q removed too often during a migration; retry later", emoji)
+	return Reaction{}, contract.Errorf(contract.CodeConflict, "reaction %q removed too often during a migration; retry later", emoji)
 }
 
 // Unreact removes user's emoji from message mid under decision d (a
 // delete), and reports whether it became a tombstone. Errors:
-// *services.Error — not_found, invalid, locked, internal.
+// *contract.Error — not_found, invalid, locked, internal.
 func (s *Service) Unreact(ctx context.Context, d kvrouting.Decision, conv, mid, user, emoji string) (tombstoned bool, err error) {
 	if err := core.Check(d, kvrouting.OpDelete); err != nil {
 		return false, err
@@ -179,7 +180,7 @@ func (s *Service) Unreact(ctx context.Context, d kvrouting.Decision, conv, mid, 
 	for g := 1; g <= Generations; g++ {
 		r, err := s.c.Delete(ctx, d, res, ID(mid, user, emoji, g))
 		if err != nil {
-			if services.ToError(err).Code == services.CodeNotFound {
+			if services.ToError(err).Code == contract.CodeNotFound {
 				continue
 			}
 			return tombstoned, err
@@ -188,13 +189,13 @@ func (s *Service) Unreact(ctx context.Context, d kvrouting.Decision, conv, mid, 
 		tombstoned = tombstoned || r.Tombstoned
 	}
 	if !found {
-		return false, services.Errorf(services.CodeNotFound, "no reaction %q by %q on message %q", emoji, user, mid)
+		return false, contract.Errorf(contract.CodeNotFound, "no reaction %q by %q on message %q", emoji, user, mid)
 	}
 	return tombstoned, nil
 }
 
 // List returns the reactions to message mid in the order they were made.
-// Errors: *services.Error — invalid, internal.
+// Errors: *contract.Error — invalid, internal.
 func (s *Service) List(ctx context.Context, conv, mid string) ([]Reaction, error) {
 	if err := core.ValidID("conversation id", conv); err != nil {
 		return nil, err
@@ -218,7 +219,7 @@ func (s *Service) List(ctx context.Context, conv, mid string) ([]Reaction, error
 
 // RemoveAll deletes every reaction to message mid under decision d (the
 // cascade of a message delete) and returns how many it removed. Errors:
-// *services.Error — invalid, locked, internal.
+// *contract.Error — invalid, locked, internal.
 func (s *Service) RemoveAll(ctx context.Context, d kvrouting.Decision, conv, mid string) (int, error) {
 	if err := core.Check(d, kvrouting.OpDelete); err != nil {
 		return 0, err
@@ -241,7 +242,7 @@ func (s *Service) RemoveAll(ctx context.Context, d kvrouting.Decision, conv, mid
 			continue
 		}
 		if _, err := s.c.Delete(ctx, d, res, r.ID); err != nil {
-			if services.ToError(err).Code == services.CodeNotFound {
+			if services.ToError(err).Code == contract.CodeNotFound {
 				continue
 			}
 			return n, err
@@ -254,7 +255,7 @@ func (s *Service) RemoveAll(ctx context.Context, d kvrouting.Decision, conv, mid
 func decode(r store.Record) (Reaction, error) {
 	var rd reactionData
 	if err := msgpack.Unmarshal(r.Data, &rd); err != nil {
-		return Reaction{}, services.Errorf(services.CodeInternal, "reaction %q: corrupt record: %v", r.ID, err)
+		return Reaction{}, contract.Errorf(contract.CodeInternal, "reaction %q: corrupt record: %v", r.ID, err)
 	}
 	return Reaction{MessageID: rd.Message, User: rd.User, Emoji: rd.Emoji, CreatedAt: time.Unix(0, r.CreatedAt).UTC()}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat/internal/core"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -32,14 +33,14 @@ type Options struct {
 }
 
 // Service is the read-state service at one region. It implements
-// services.Participant through the embedded contract. Safe for concurrent
+// contract.Participant through the embedded contract. Safe for concurrent
 // use.
 type Service struct {
 	*core.Participant
 	c *core.Core
 }
 
-var _ services.Participant = (*Service)(nil)
+var _ contract.Participant = (*Service)(nil)
 
 // New returns the service over st, which it does not own.
 func New(st *store.Store, opts Options) *Service {
@@ -53,7 +54,7 @@ type readData struct {
 
 // MarkRead records that user has read up to message mid, under decision d
 // (a new write: it creates the user's record or moves it). The caller checks
-// that the message exists. Errors: *services.Error — invalid, conflict,
+// that the message exists. Errors: *contract.Error — invalid, conflict,
 // locked, internal.
 func (s *Service) MarkRead(ctx context.Context, d kvrouting.Decision, conv, user, mid string) error {
 	if err := core.Check(d, kvrouting.OpNewWrite); err != nil {
@@ -74,7 +75,7 @@ func (s *Service) MarkRead(ctx context.Context, d kvrouting.Decision, conv, user
 	}
 	_, err = s.c.Upsert(ctx, d, core.ConvResource(conv), store.Record{ID: user, Kind: KindRead, Data: data})
 	if errors.Is(err, store.ErrDeleted) {
-		return services.Errorf(services.CodeConflict, "read state of %q was deleted", user)
+		return contract.Errorf(contract.CodeConflict, "read state of %q was deleted", user)
 	}
 	if err != nil {
 		return services.ToError(err)
@@ -82,7 +83,7 @@ func (s *Service) MarkRead(ctx context.Context, d kvrouting.Decision, conv, user
 	return nil
 }
 
-// Get returns, per user, the last message read. Errors: *services.Error —
+// Get returns, per user, the last message read. Errors: *contract.Error —
 // invalid, internal.
 func (s *Service) Get(ctx context.Context, conv string) (map[string]string, error) {
 	if err := core.ValidID("conversation id", conv); err != nil {
@@ -96,7 +97,7 @@ func (s *Service) Get(ctx context.Context, conv string) (map[string]string, erro
 	for _, r := range recs {
 		var rd readData
 		if err := msgpack.Unmarshal(r.Data, &rd); err != nil {
-			return nil, services.Errorf(services.CodeInternal, "read state %q: corrupt record: %v", r.ID, err)
+			return nil, contract.Errorf(contract.CodeInternal, "read state %q: corrupt record: %v", r.ID, err)
 		}
 		out[r.ID] = rd.Message
 	}

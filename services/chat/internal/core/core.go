@@ -14,6 +14,7 @@ import (
 
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -77,7 +78,7 @@ func (c *Core) lock(res string) func() {
 
 // LockedError is the 423 for a rejecting decision: Retry-After is the
 // decision's bound, at least one second (paper 001 §4.4).
-func LockedError(d kvrouting.Decision) *services.Error {
+func LockedError(d kvrouting.Decision) *contract.Error {
 	ra := max(d.RetryAfter, time.Second)
 	reason := d.Reason
 	if reason == "" {
@@ -87,7 +88,7 @@ func LockedError(d kvrouting.Decision) *services.Error {
 	if d.Primary != "" && d.Reason == kvrouting.ReasonNotAuthoritative {
 		msg = fmt.Sprintf("resource is served by region %s; retry later", d.Primary)
 	}
-	return &services.Error{Code: services.CodeLocked, Message: msg, RetryAfter: ra, Lock: reason}
+	return &contract.Error{Code: contract.CodeLocked, Message: msg, RetryAfter: ra, Lock: reason}
 }
 
 // Check applies the outcome of d to an operation of class op before
@@ -104,12 +105,12 @@ func Check(d kvrouting.Decision, op kvrouting.OpClass) error {
 		if op == kvrouting.OpDelete {
 			return nil
 		}
-		return services.Errorf(services.CodeInternal, "decision %s for a %s operation", d.Outcome, op)
+		return contract.Errorf(contract.CodeInternal, "decision %s for a %s operation", d.Outcome, op)
 	}
-	return services.Errorf(services.CodeInternal, "unknown decision outcome %s", d.Outcome)
+	return contract.Errorf(contract.CodeInternal, "unknown decision outcome %s", d.Outcome)
 }
 
-// Get returns the live record id of resource. Errors: *services.Error
+// Get returns the live record id of resource. Errors: *contract.Error
 // (not_found for a missing or deleted record, invalid, internal).
 func (c *Core) Get(ctx context.Context, resource, id string) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
@@ -123,7 +124,7 @@ func (c *Core) Get(ctx context.Context, resource, id string) (store.Record, erro
 }
 
 // List returns up to limit live records of kind after the position
-// (afterCreated, afterID), in (CreatedAt, ID) order. Errors: *services.Error.
+// (afterCreated, afterID), in (CreatedAt, ID) order. Errors: *contract.Error.
 func (c *Core) List(ctx context.Context, resource, kind string, afterCreated int64, afterID string, limit int) ([]store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, services.ToError(err)
@@ -158,7 +159,7 @@ func (c *Core) ListAll(ctx context.Context, resource, kind string) ([]store.Reco
 // Create writes a new record under decision d (a new write). A record that
 // already exists is returned with store.ErrExists wrapped, so that a retried
 // post can compare content; a deleted id gives store.ErrDeleted wrapped.
-// Other errors are *services.Error (locked for a rejecting decision or an
+// Other errors are *contract.Error (locked for a rejecting decision or an
 // active write fence, invalid, internal). Use services.ToError on the result.
 func (c *Core) Create(ctx context.Context, d kvrouting.Decision, resource string, rec store.Record) (store.Record, error) {
 	if err := Check(d, kvrouting.OpNewWrite); err != nil {
@@ -179,7 +180,7 @@ func (c *Core) Create(ctx context.Context, d kvrouting.Decision, resource string
 
 // Update replaces the content of a live record under decision d (an update
 // when op is kvrouting.OpUpdate; mark-read style upserts pass
-// kvrouting.OpNewWrite). Errors: *services.Error (locked, not_found,
+// kvrouting.OpNewWrite). Errors: *contract.Error (locked, not_found,
 // invalid, internal).
 func (c *Core) Update(ctx context.Context, d kvrouting.Decision, op kvrouting.OpClass, resource string, rec store.Record) (store.Record, error) {
 	if err := Check(d, op); err != nil {
@@ -205,12 +206,12 @@ func (c *Core) Upsert(ctx context.Context, d kvrouting.Decision, resource string
 			return r, err
 		}
 		r, err = c.Update(ctx, d, kvrouting.OpNewWrite, resource, rec)
-		if err == nil || services.ToError(err).Code != services.CodeNotFound {
+		if err == nil || services.ToError(err).Code != contract.CodeNotFound {
 			return r, err
 		}
 		// Deleted between the two calls: try creating again.
 	}
-	return store.Record{}, services.Errorf(services.CodeConflict, "record %q changed concurrently; retry", rec.ID)
+	return store.Record{}, contract.Errorf(contract.CodeConflict, "record %q changed concurrently; retry", rec.ID)
 }
 
 // Delete deletes a record under decision d (paper 001 Table 4):
@@ -223,7 +224,7 @@ func (c *Core) Upsert(ctx context.Context, d kvrouting.Decision, resource string
 //     fence still refuses it;
 //   - Reject: 423, nothing touched.
 //
-// Errors: *services.Error (locked, not_found, invalid, internal).
+// Errors: *contract.Error (locked, not_found, invalid, internal).
 func (c *Core) Delete(ctx context.Context, d kvrouting.Decision, resource, id string) (store.DeleteResult, error) {
 	if err := Check(d, kvrouting.OpDelete); err != nil {
 		return store.DeleteResult{}, err
@@ -298,48 +299,48 @@ func (p *Participant) Store() *store.Store { return p.c.st }
 // decision-driven tombstone path.
 type Participant struct{ c *Core }
 
-var _ services.Participant = (*Participant)(nil)
+var _ contract.Participant = (*Participant)(nil)
 
-// Service implements services.Participant.
+// Service implements contract.Participant.
 func (p *Participant) Service() string { return p.c.name }
 
-// Export implements services.Participant.
-func (p *Participant) Export(ctx context.Context, req services.ExportRequest) (services.Page, error) {
+// Export implements contract.Participant.
+func (p *Participant) Export(ctx context.Context, req contract.ExportRequest) (contract.Page, error) {
 	return p.c.sp.Export(ctx, req)
 }
 
-// Import implements services.Participant.
-func (p *Participant) Import(ctx context.Context, page services.Page) (services.ImportResult, error) {
+// Import implements contract.Participant.
+func (p *Participant) Import(ctx context.Context, page contract.Page) (contract.ImportResult, error) {
 	return p.c.sp.Import(ctx, page)
 }
 
-// Digests implements services.Participant.
-func (p *Participant) Digests(ctx context.Context, resource string) ([]services.SliceDigest, error) {
+// Digests implements contract.Participant.
+func (p *Participant) Digests(ctx context.Context, resource string) ([]contract.SliceDigest, error) {
 	return p.c.sp.Digests(ctx, resource)
 }
 
-// ReadSlice implements services.Participant.
-func (p *Participant) ReadSlice(ctx context.Context, resource string, from, to int64) ([]services.Record, error) {
+// ReadSlice implements contract.Participant.
+func (p *Participant) ReadSlice(ctx context.Context, resource string, from, to int64) ([]contract.Record, error) {
 	return p.c.sp.ReadSlice(ctx, resource, from, to)
 }
 
-// SetFence implements services.Participant. It waits for a tombstone in
+// SetFence implements contract.Participant. It waits for a tombstone in
 // flight on the resource, so that once it returns every later delete sees
 // the fence.
-func (p *Participant) SetFence(ctx context.Context, resource string, f services.Fence) error {
+func (p *Participant) SetFence(ctx context.Context, resource string, f contract.Fence) error {
 	unlock := p.c.lock(resource)
 	defer unlock()
 	return p.c.sp.SetFence(ctx, resource, f)
 }
 
-// ClearFence implements services.Participant.
+// ClearFence implements contract.Participant.
 func (p *Participant) ClearFence(ctx context.Context, resource, token string) error {
 	unlock := p.c.lock(resource)
 	defer unlock()
 	return p.c.sp.ClearFence(ctx, resource, token)
 }
 
-// Cleanup implements services.Participant.
+// Cleanup implements contract.Participant.
 func (p *Participant) Cleanup(ctx context.Context, resource string) (int, error) {
 	unlock := p.c.lock(resource)
 	defer unlock()

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -32,7 +33,7 @@ var (
 	reject    = kvrouting.Decision{Outcome: kvrouting.Reject, Reason: kvrouting.ReasonWriteLock, RetryAfter: 1500 * time.Millisecond}
 )
 
-func code(err error) services.Code {
+func code(err error) contract.Code {
 	if err == nil {
 		return ""
 	}
@@ -76,7 +77,7 @@ func TestReject(t *testing.T) {
 	_, checks["delete-keep-id"] = c.DeleteKeepID(ctx, reject, res, "a")
 	for name, err := range checks {
 		e := services.ToError(err)
-		if e == nil || e.Code != services.CodeLocked || e.RetryAfter != 1500*time.Millisecond || e.Lock != kvrouting.ReasonWriteLock {
+		if e == nil || e.Code != contract.CodeLocked || e.RetryAfter != 1500*time.Millisecond || e.Lock != kvrouting.ReasonWriteLock {
 			t.Errorf("%s under Reject: %+v, want locked with the decision's Retry-After", name, e)
 		}
 	}
@@ -88,7 +89,7 @@ func TestReject(t *testing.T) {
 		t.Fatalf("Retry-After %s, want at least 1s", ra)
 	}
 	_, err := c.Create(ctx, tombstone, res, store.Record{ID: "b", Kind: "k"})
-	if code(err) != services.CodeInternal {
+	if code(err) != contract.CodeInternal {
 		t.Fatalf("create under a Tombstone decision: %v", err)
 	}
 }
@@ -107,13 +108,13 @@ func TestTombstoneWithoutFence(t *testing.T) {
 	if !ok || !ts.Deleted || ts.Data != nil || ts.Refs != nil || ts.Version != old.Version+1 || ts.CreatedAt != old.CreatedAt || ts.Seq <= old.Seq {
 		t.Fatalf("stored %+v, want a stripped tombstone at version %d with a new sequence", ts, old.Version+1)
 	}
-	if _, err := c.Get(ctx, res, "a"); code(err) != services.CodeNotFound {
+	if _, err := c.Get(ctx, res, "a"); code(err) != contract.CodeNotFound {
 		t.Fatalf("Get after the tombstone: %v", err)
 	}
 	if _, err := c.Create(ctx, allow, res, store.Record{ID: "a", Kind: "k"}); !errors.Is(err, store.ErrDeleted) {
 		t.Fatalf("Create of a tombstoned id: %v", err)
 	}
-	if _, err := c.Delete(ctx, tombstone, res, "a"); code(err) != services.CodeNotFound {
+	if _, err := c.Delete(ctx, tombstone, res, "a"); code(err) != contract.CodeNotFound {
 		t.Fatalf("second delete: %v", err)
 	}
 	// Allow without a fence deletes physically; DeleteKeepID keeps the id.
@@ -153,10 +154,10 @@ func TestTombstoneFences(t *testing.T) {
 	for _, d := range []kvrouting.Decision{allow, tombstone} {
 		_, err := c.Delete(ctx, d, res, "b")
 		e := services.ToError(err)
-		if e == nil || e.Code != services.CodeLocked || e.RetryAfter < time.Second || e.Lock != "fence write" {
+		if e == nil || e.Code != contract.CodeLocked || e.RetryAfter < time.Second || e.Lock != "fence write" {
 			t.Fatalf("delete (%s) under a write fence: %+v", d.Outcome, e)
 		}
-		if _, err := c.DeleteKeepID(ctx, d, res, "b"); code(err) != services.CodeLocked {
+		if _, err := c.DeleteKeepID(ctx, d, res, "b"); code(err) != contract.CodeLocked {
 			t.Fatalf("DeleteKeepID (%s) under a write fence: %v", d.Outcome, err)
 		}
 	}
@@ -190,7 +191,7 @@ func TestTombstoneRacesWriteFence(t *testing.T) {
 						mu.Lock()
 						acked = append(acked, id)
 						mu.Unlock()
-					} else if code(err) != services.CodeLocked {
+					} else if code(err) != contract.CodeLocked {
 						t.Errorf("delete %s: %v", id, err)
 					}
 				}
@@ -242,7 +243,7 @@ func TestTombstoneRacesUpdates(t *testing.T) {
 	_, err := c.Delete(ctx, tombstone, res, "a")
 	close(stop)
 	wg.Wait()
-	if err != nil && code(err) != services.CodeConflict {
+	if err != nil && code(err) != contract.CodeConflict {
 		t.Fatalf("delete: %v", err)
 	}
 	if err == nil {

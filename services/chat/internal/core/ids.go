@@ -5,28 +5,28 @@ import (
 	"encoding/hex"
 	"unicode/utf8"
 
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // MaxIDLen is the longest id (conversation, message, media, user) accepted,
 // in bytes: the store's record-id limit.
 const MaxIDLen = 128
 
-// ValidID returns a CodeInvalid *services.Error unless s is a non-empty,
+// ValidID returns a CodeInvalid *contract.Error unless s is a non-empty,
 // valid UTF-8 string of at most MaxIDLen bytes without control characters.
 // what names the id in the message ("message id").
 func ValidID(what, s string) error {
 	switch {
 	case s == "":
-		return services.Errorf(services.CodeInvalid, "%s is empty", what)
+		return contract.Errorf(contract.CodeInvalid, "%s is empty", what)
 	case len(s) > MaxIDLen:
-		return services.Errorf(services.CodeInvalid, "%s is longer than %d bytes", what, MaxIDLen)
+		return contract.Errorf(contract.CodeInvalid, "%s is longer than %d bytes", what, MaxIDLen)
 	case !utf8.ValidString(s):
-		return services.Errorf(services.CodeInvalid, "%s is not valid UTF-8", what)
+		return contract.Errorf(contract.CodeInvalid, "%s is not valid UTF-8", what)
 	}
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return services.Errorf(services.CodeInvalid, "%s contains a control character", what)
+			return contract.Errorf(contract.CodeInvalid, "%s contains a control character", what)
 		}
 	}
 	return nil

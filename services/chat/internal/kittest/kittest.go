@@ -11,6 +11,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat/internal/core"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contracttest"
 	"github.com/cutover/cutover/services/store"
 )
@@ -21,7 +22,7 @@ import (
 // path (the decision-applying Create, Update and Delete every operation of
 // the service goes through) with an Allow decision, so the store's fence is
 // what restricts them; Read reads the target's user read path.
-func Factory(kind string, build func(st *store.Store) (services.Participant, *core.Core)) contracttest.Factory {
+func Factory(kind string, build func(st *store.Store) (contract.Participant, *core.Core)) contracttest.Factory {
 	return func(t *testing.T) contracttest.Harness {
 		open := func() *store.Store {
 			st, err := store.Open(store.Options{FS: vfs.NewMem()})
@@ -42,10 +43,10 @@ func Factory(kind string, build func(st *store.Store) (services.Participant, *co
 		return contracttest.Harness{
 			Source: src,
 			Target: tgt,
-			Write: func(res, id string, data []byte, refs []string) (services.Record, error) {
+			Write: func(res, id string, data []byte, refs []string) (contract.Record, error) {
 				r, err := srcCore.Upsert(ctx, allow, res, store.Record{ID: id, Kind: kind, Data: data, Refs: refs})
 				if err != nil {
-					return services.Record{}, services.ToError(err)
+					return contract.Record{}, services.ToError(err)
 				}
 				return r, nil
 			},
@@ -53,13 +54,13 @@ func Factory(kind string, build func(st *store.Store) (services.Participant, *co
 				_, err := srcCore.Delete(ctx, allow, res, id)
 				return err
 			},
-			Read: func(res, id string) (services.Record, bool, error) {
+			Read: func(res, id string) (contract.Record, bool, error) {
 				r, err := tgtCore.Get(ctx, res, id)
 				if err != nil {
-					if services.ToError(err).Code == services.CodeNotFound {
-						return services.Record{}, false, nil
+					if services.ToError(err).Code == contract.CodeNotFound {
+						return contract.Record{}, false, nil
 					}
-					return services.Record{}, false, err
+					return contract.Record{}, false, err
 				}
 				return r, true, nil
 			},

@@ -1,0 +1,54 @@
+package contract
+
+import "context"
+
+// PageInfo describes one exported page: enough to import it and to
+// checkpoint the export. Over NATS the records travel in a stream message
+// (Seq); in process they travel in Page.
+type PageInfo struct {
+	Service    string
+	Mode       ExportMode
+	SyncToken  uint64
+	Cursor     uint64
+	Next       uint64
+	More       bool
+	Count      int
+	Dependents []string
+	// Seq is the stream sequence of the published page (NATS transports).
+	Seq uint64
+	// Page is the page itself (in-process transports).
+	Page *Page
+}
+
+// Endpoint reaches the migration contract (paper 001 §5.1) of one service
+// at one region, as the orchestrator uses it. Implementations must be safe
+// for concurrent use by any goroutine; their errors are *Error values, as
+// Participant's are.
+type Endpoint interface {
+	// Service names the service.
+	Service() string
+	// Region names the region.
+	Region() string
+	// Export copies one page toward the target and returns what is needed
+	// to import it.
+	Export(ctx context.Context, migrationID string, req ExportRequest) (PageInfo, error)
+	// Import applies an exported page idempotently.
+	Import(ctx context.Context, migrationID string, page PageInfo) (ImportResult, error)
+	// Digests returns the per-slice digests of a resource, read through the
+	// user read path.
+	Digests(ctx context.Context, resource string) ([]SliceDigest, error)
+	// SetFence sets or raises the resource's fence in the service's store.
+	SetFence(ctx context.Context, resource string, f Fence) error
+	// ClearFence clears the fence set under token.
+	ClearFence(ctx context.Context, resource, token string) error
+	// Cleanup deletes the resource's records at this region.
+	Cleanup(ctx context.Context, resource string) (int, error)
+}
+
+// Directory finds the endpoints that own resources of a kind at a region.
+// Implementations must be safe for concurrent use by any goroutine.
+type Directory interface {
+	// Endpoints returns every service endpoint at region holding resources
+	// of resourceKind, sorted by service name.
+	Endpoints(ctx context.Context, region, resourceKind string) ([]Endpoint, error)
+}

@@ -1,0 +1,70 @@
+package contract
+
+import "fmt"
+
+// ExportMode selects historical or delta export (paper 001 (A2)).
+type ExportMode uint8
+
+// Export modes.
+const (
+	// Historical returns the records committed up to the sync token; the
+	// first historical request (SyncToken 0) issues the token.
+	Historical ExportMode = iota + 1
+	// Delta returns every record created, changed or tombstoned after the
+	// sync token.
+	Delta
+)
+
+// String returns "historical" or "delta".
+func (m ExportMode) String() string {
+	switch m {
+	case Historical:
+		return "historical"
+	case Delta:
+		return "delta"
+	}
+	return fmt.Sprintf("ExportMode(%d)", uint8(m))
+}
+
+// ExportRequest asks for one page of one resource's records.
+type ExportRequest struct {
+	Resource string     `msgpack:"res"`
+	Mode     ExportMode `msgpack:"mode"`
+	// SyncToken: for Historical, 0 to issue a new token (the first page), or
+	// the token the first page issued; for Delta, the token to export from.
+	SyncToken uint64 `msgpack:"tok"`
+	// Cursor is the Next of the previous page (0 for the first page).
+	Cursor uint64 `msgpack:"cur"`
+	// Limit caps the records in the page (0 = DefaultPageLimit).
+	Limit int `msgpack:"lim"`
+}
+
+// DefaultPageLimit is the page size when a request sets none.
+const DefaultPageLimit = 500
+
+// Page is one export page.
+type Page struct {
+	Service  string     `msgpack:"svc"`
+	Resource string     `msgpack:"res"`
+	Mode     ExportMode `msgpack:"mode"`
+	// SyncToken is the token this export runs under (issued by the first
+	// historical page).
+	SyncToken uint64 `msgpack:"tok"`
+	// Cursor is the request's cursor; Next is the cursor for the next page.
+	Cursor uint64 `msgpack:"cur"`
+	Next   uint64 `msgpack:"next"`
+	// More reports whether another page follows.
+	More    bool     `msgpack:"more"`
+	Records []Record `msgpack:"recs"`
+	// Dependents are resources referenced by records of this page that
+	// migrate on their own (child migrations), e.g. "media/m1".
+	Dependents []string `msgpack:"deps,omitempty"`
+}
+
+// ImportResult reports what an import applied.
+type ImportResult struct {
+	// Applied is how many records changed the target; a replayed page
+	// applies 0.
+	Applied int `msgpack:"applied"`
+	Total   int `msgpack:"total"`
+}

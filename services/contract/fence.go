@@ -1,0 +1,65 @@
+package contract
+
+import (
+	"fmt"
+	"time"
+)
+
+// FenceLevel is how much of the user path a fence blocks (paper 001 Table 4).
+// It travels as one msgpack uint8, in Fence and in events.Fenced.
+type FenceLevel uint8
+
+// Fence levels, in increasing strength.
+const (
+	// FenceNone blocks nothing.
+	FenceNone FenceLevel = iota
+	// FenceHardDelete turns deletes into tombstones (paper 001 §4.3); set
+	// before the historical export starts.
+	FenceHardDelete
+	// FenceWrite refuses updates, new writes and deletes (CodeLocked, HTTP
+	// 423); set before the delta export, and kept on the old location after
+	// the swap.
+	FenceWrite
+)
+
+// String returns "none", "hard-delete", "write" or "level(N)".
+func (l FenceLevel) String() string {
+	switch l {
+	case FenceNone:
+		return "none"
+	case FenceHardDelete:
+		return "hard-delete"
+	case FenceWrite:
+		return "write"
+	}
+	return fmt.Sprintf("level(%d)", uint8(l))
+}
+
+// Fence is the per-resource backstop of a migration lock that a service
+// keeps in its own store (DESIGN.md "Two layers of enforcement"). It
+// carries the lock's token and expiry, so a crashed orchestrator cannot
+// fence a resource forever.
+type Fence struct {
+	// Level is what the fence blocks.
+	Level FenceLevel
+	// Token is the migration lock token. It authorises changing or clearing
+	// the fence and must never be logged whole.
+	Token string
+	// Expiry is when the fence stops being active, by the store's clock.
+	Expiry time.Time
+	// SetAt is when the store last wrote the fence (set by the store).
+	SetAt time.Time
+}
+
+// Active reports whether the fence blocks anything at now: a level above
+// FenceNone and now before Expiry.
+func (f Fence) Active(now time.Time) bool {
+	return f.Level != FenceNone && now.Before(f.Expiry)
+}
+
+// FenceFor builds the fence for a lock: level, token and the lock's expiry
+// plus the enforcers' skew (the fence holds as long as any enforcer honours
+// the lock; kvrouting.Lock.InForce).
+func FenceFor(level FenceLevel, token string, expiry time.Time, skew time.Duration) Fence {
+	return Fence{Level: level, Token: token, Expiry: expiry.Add(skew)}
+}

@@ -1,0 +1,170 @@
+package contractnats_test
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/contractnats"
+	"github.com/cutover/cutover/services/store"
+)
+
+// TestDirectory drives the orchestrator's view of the NATS contract: the
+// endpoints of a kind, a page copied between regions through PAGES,
+// fences and cleanup, and validation digests read through the contract or
+// through the API.
+func TestDirectory(t *testing.T) {
+	e := newEnv(t)
+	stores := map[string]*store.Store{}
+	for _, region := range []string{"us", "eu"} {
+		for _, svc := range []string{"messages", "reactions"} {
+			st := openStore(t)
+			stores[region+"/"+svc] = st
+			e.serve(t, region, services.NewStoreParticipant(svc, st, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
+		}
+	}
+	servicesFor := func(kind string) []string {
+		if kind == "conv" {
+			return []string{"reactions", "messages"} // unsorted on purpose
+		}
+		return nil
+	}
+	dir := contractnats.NewDirectory(e.nc, e.js, servicesFor, contractnats.DirectoryOptions{})
+	ctx := t.Context()
+	const res = "conv/c1"
+
+	endpoints := func(t *testing.T, d *contractnats.Directory, region string) []contract.Endpoint {
+		t.Helper()
+		eps, err := d.Endpoints(ctx, region, "conv")
+		if err != nil {
+			t.Fatalf("Endpoints(%s, conv): %v", region, err)
+		}
+		return eps
+	}
+
+	t.Run("endpoints", func(t *testing.T) {
+		var names []string
+		for _, ep := range endpoints(t, dir, "us") {
+			if ep.Region() != "us" {
+				t.Fatalf("endpoint %s in region %s, want us", ep.Service(), ep.Region())
+			}
+			names = append(names, ep.Service())
+		}
+		if !slices.Equal(names, []string{"messages", "reactions"}) {
+			t.Fatalf("endpoints %v, want messages, reactions (sorted)", names)
+		}
+		if _, err := dir.Endpoints(ctx, "us", "media"); code(t, err) != contract.CodeNotFound {
+			t.Fatalf("Endpoints(media): %v, want not_found", err)
+		}
+		none := contractnats.NewDirectory(e.nc, e.js, nil, contractnats.DirectoryOptions{})
+		if _, err := none.Endpoints(ctx, "us", "conv"); code(t, err) != contract.CodeNotFound {
+			t.Fatalf("Endpoints without servicesFor: %v, want not_found", err)
+		}
+	})
+
+	t.Run("copy", func(t *testing.T) {
+		put(t, stores["us/messages"], res, "m1", "hello")
+		put(t, stores["us/messages"], res, "m2", "world")
+		src, dst := endpoints(t, dir, "us")[0], endpoints(t, dir, "eu")[0]
+		info, err := src.Export(ctx, "mig-dir", contract.ExportRequest{Resource: res, Mode: contract.Historical})
+		if err != nil {
+			t.Fatalf("Export: %v", err)
+		}
+		if info.Count != 2 || info.Seq == 0 || info.Service != "messages" || info.Mode != contract.Historical || info.SyncToken == 0 {
+			t.Fatalf("PageInfo %+v", info)
+		}
+		if r, err := dst.Import(ctx, "mig-dir", info); err != nil || r.Applied != 2 {
+			t.Fatalf("Import: %+v, %v", r, err)
+		}
+		sd, err := src.Digests(ctx, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		td, err := dst.Digests(ctx, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sd) == 0 || !slices.Equal(sd, td) {
+			t.Fatalf("digests differ after the copy: %v vs %v", sd, td)
+		}
+		if _, err := dst.Import(ctx, "mig-dir", contract.PageInfo{Service: "messages"}); code(t, err) != contract.CodeInvalid {
+			t.Fatalf("Import without a sequence: %v, want invalid", err)
+		}
+	})
+
+	t.Run("fence and cleanup", func(t *testing.T) {
+		ep := endpoints(t, dir, "us")[0]
+		if err := ep.SetFence(ctx, res, contract.FenceFor(contract.FenceWrite, "tok-dir", time.Now().Add(time.Hour), 0)); err != nil {
+			t.Fatalf("SetFence: %v", err)
+		}
+		if f, err := stores["us/messages"].GetFence(res); err != nil || f.Level != contract.FenceWrite {
+			t.Fatalf("fence at the store: %+v, %v", f, err)
+		}
+		if err := ep.ClearFence(ctx, res, "tok-dir"); err != nil {
+			t.Fatalf("ClearFence: %v", err)
+		}
+		if n, err := ep.Cleanup(ctx, res); err != nil || n == 0 {
+			t.Fatalf("Cleanup: %d, %v", n, err)
+		}
+	})
+
+	t.Run("digests through the API", func(t *testing.T) {
+		hash := [16]byte{1, 2, 3}
+		var mu sync.Mutex // the handler's goroutine and the test share these
+		status, reported := http.StatusOK, "messages"
+		var gotPath, gotAuth string
+		set := func(st int, svc string) { mu.Lock(); status, reported = st, svc; mu.Unlock() }
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			gotPath, gotAuth = r.URL.Path, r.Header.Get("Authorization")
+			if status != http.StatusOK {
+				http.Error(w, "down", status)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"services": map[string]any{
+				reported: []map[string]any{{"slice": 7, "count": 2, "hash": hex.EncodeToString(hash[:])}},
+			}})
+		}))
+		t.Cleanup(api.Close)
+		path := func(region, resource string) (string, error) { return "/digests/" + region + "/" + resource, nil }
+		viaAPI := contractnats.NewDirectory(e.nc, e.js, servicesFor, contractnats.DirectoryOptions{
+			APIURL: func() string { return api.URL + "/" }, APIDigestsPath: path, Secret: "s3cret"})
+		ep := endpoints(t, viaAPI, "eu")[0]
+
+		ds, err := ep.Digests(ctx, res)
+		if err != nil {
+			t.Fatalf("Digests: %v", err)
+		}
+		if want := []contract.SliceDigest{{Slice: 7, Count: 2, Hash: hash}}; !slices.Equal(ds, want) {
+			t.Fatalf("digests %v, want %v", ds, want)
+		}
+		mu.Lock()
+		p, a := gotPath, gotAuth
+		mu.Unlock()
+		if p != "/digests/eu/"+res || a != "Bearer svc:validator:s3cret" {
+			t.Fatalf("request %q with %q", p, a)
+		}
+
+		set(http.StatusOK, "reactions") // messages absent: never read as empty
+		if _, err := ep.Digests(ctx, res); code(t, err) != contract.CodeInternal {
+			t.Fatalf("service not reported: %v, want internal", err)
+		}
+		set(http.StatusServiceUnavailable, "messages")
+		if _, err := ep.Digests(ctx, res); code(t, err) != contract.CodeUnavailable {
+			t.Fatalf("HTTP 503: %v, want unavailable", err)
+		}
+
+		noPath := contractnats.NewDirectory(e.nc, e.js, servicesFor, contractnats.DirectoryOptions{APIURL: func() string { return api.URL }})
+		if _, err := endpoints(t, noPath, "eu")[0].Digests(ctx, res); code(t, err) != contract.CodeInternal {
+			t.Fatalf("no APIDigestsPath: %v, want internal", err)
+		}
+	})
+}

@@ -1,0 +1,84 @@
+package contractnats
+
+import (
+	"bufio"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cutover/cutover/services/contract"
+)
+
+var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/wire.golden")
+
+// goldenValues are the contract's wire values with fixed contents: their
+// encodings must never change, or servers and clients of different builds
+// stop understanding each other (and pages already in PagesStream become
+// unreadable).
+func goldenValues() []struct {
+	name string
+	v    any
+} {
+	t0 := time.Unix(1_800_000_000, 123_456_789).UTC()
+	return []struct {
+		name string
+		v    any
+	}{
+		{"export-request", &exportRequest{Migration: "m1", Request: contract.ExportRequest{Resource: "conv/c1", Mode: contract.Delta, SyncToken: 5, Cursor: 9, Limit: 3}}},
+		{"fence-request", &fenceRequest{Resource: "conv/c1", Fence: contract.Fence{Level: contract.FenceWrite, Token: "tok", Expiry: t0, SetAt: t0.Add(-time.Minute)}}},
+		{"fence-hard-delete", &fenceRequest{Resource: "conv/c1", Fence: contract.Fence{Level: contract.FenceHardDelete, Token: "tok", Expiry: t0}}},
+		{"page", &contract.Page{Service: "messages", Resource: "conv/c1", Mode: contract.Historical, SyncToken: 1, Cursor: 0, Next: 2, More: true,
+			Records: []contract.Record{
+				{ID: "a", Kind: "message", Version: 1, Seq: 2, CreatedAt: 3, UpdatedAt: 4, Data: []byte("hi"), Refs: []string{"media/x"}},
+				{ID: "b", Kind: "message", Version: 2, Seq: 3, CreatedAt: 5, UpdatedAt: 6, Deleted: true, DeletedAt: 7},
+			},
+			Dependents: []string{"media/x"}}},
+		{"import-result", &contract.ImportResult{Applied: 1, Total: 2}},
+		{"error", &contract.Error{Code: contract.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "fence write"}},
+		{"digests", []contract.SliceDigest{{Slice: 1, Count: 2, Hash: [16]byte{1, 2, 3}}}},
+		{"page-ref", &PageRef{Seq: 3, Count: 2, Next: 4, More: true, SyncToken: 2, Dependents: []string{"media/a"}, Duplicate: true}},
+	}
+}
+
+// TestWireGolden compares the encoding of every golden value with
+// testdata/wire.golden ("name hex" lines).
+func TestWireGolden(t *testing.T) {
+	var b strings.Builder
+	for _, g := range goldenValues() {
+		raw, err := msgpack.Marshal(g.v)
+		if err != nil {
+			t.Fatalf("%s: %v", g.name, err)
+		}
+		fmt.Fprintf(&b, "%s %s\n", g.name, hex.EncodeToString(raw))
+	}
+	const path = "testdata/wire.golden"
+	if *updateGolden {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := map[string]string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		name, h, _ := strings.Cut(sc.Text(), " ")
+		want[name] = h
+	}
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		name, got, _ := strings.Cut(line, " ")
+		if want[name] != got {
+			t.Errorf("%s: wire bytes changed\n got %s\nwant %s", name, got, want[name])
+		}
+	}
+}
