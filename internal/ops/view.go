@@ -1,0 +1,270 @@
+package ops
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
+)
+
+// How the operator commands show events, states and routing documents as
+// text. Tokens are always redacted.
+
+// route is "source → target" ("?" before the source is known).
+func route(st *events.State) string {
+	src := st.Source
+	if src == "" {
+		src = "?"
+	}
+	return src + " → " + st.Target
+}
+
+// eventLine is one row of a timeline.
+func eventLine(e *events.Envelope, t0 time.Time) string {
+	phase := ""
+	if e.State != nil {
+		phase = string(e.State.Phase)
+	}
+	return fmt.Sprintf("%-12s  %+8.3fs  %-18s  %-18s  %s", e.Time.UTC().Format("15:04:05.000"), e.Time.Sub(t0).Seconds(), e.Type, phase, describe(e))
+}
+
+func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+
+func ms(v int64) string { return (time.Duration(v) * time.Millisecond).String() }
+
+// describe gives an event's key fields in a few words; tokens are redacted.
+func describe(e *events.Envelope) string {
+	switch b := e.Body.(type) {
+	case events.Requested:
+		return fmt.Sprintf("%s → %s, attempt %d/%d, token %s", b.Resource, b.Target, b.Attempt, b.MaxAttempts, kvrouting.Token(b.Token).Redacted())
+	case events.PreLocked:
+		return fmt.Sprintf("source %s; converged after %s; lease until %s", b.Source, clock(b.WaitUntil), b.Expiry.UTC().Format(time.RFC3339))
+	case events.Dropped:
+		return b.Reason
+	case events.HardDeleteLocked:
+		line := "deletes become tombstones; lease until " + clock(b.Expiry)
+		if b.Fenced {
+			line += "; hard-delete fence at " + strings.Join(b.Services, ",")
+		}
+		return line
+	case events.Fenced:
+		what := "fence"
+		if b.PostSwap {
+			what = "post-swap fence"
+		}
+		return fmt.Sprintf("%s level %d at %s", what, b.Level, strings.Join(b.Services, ","))
+	case events.PageCopied:
+		return pageLine(b.Service, b.Count, b.Cursor, b.Next, b.More, b.Dependents)
+	case events.Renewed:
+		return "lease until " + clock(b.Expiry)
+	case events.WriteLocked:
+		line := "writes get 423 until swap; lease until " + clock(b.Expiry)
+		if b.Fenced {
+			line += "; write fence at " + strings.Join(b.Services, ",")
+		}
+		return line
+	case events.DeltaCopied:
+		return pageLine(b.Service, b.Count, b.Cursor, b.Next, b.More, b.Dependents)
+	case events.PagesCopied:
+		return describePages(e, b.Pages)
+	case events.DeltasCopied:
+		return describePages(e, b.Pages)
+	case events.Validated:
+		if b.OK {
+			return fmt.Sprintf("ok: %d slices in %s", b.Slices, b.Duration.Round(time.Microsecond))
+		}
+		return "FAILED: " + b.Detail
+	case events.Swapped:
+		var parts []string
+		if n := len(b.Deltas); n > 0 {
+			recs := 0
+			for _, d := range b.Deltas {
+				recs += d.Count
+			}
+			parts = append(parts, fmt.Sprintf("last delta: %d records in %d pages", recs, n))
+		}
+		if v := b.Validation; v != nil {
+			parts = append(parts, fmt.Sprintf("validated %d slices in %s", v.Slices, v.Duration.Round(time.Microsecond)))
+		}
+		if e.State != nil {
+			parts = append(parts, "primary is now "+e.State.Target)
+		}
+		if !b.CleanupAt.IsZero() {
+			parts = append(parts, "source cleanup at "+b.CleanupAt.UTC().Format(time.RFC3339))
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, "; ")
+		}
+	case events.CleanupScheduled:
+		return "source cleanup at " + b.At.UTC().Format(time.RFC3339)
+	case events.Completed:
+		return figuresLine(b.Figures)
+	case events.CleanedUp:
+		return fmt.Sprintf("%d source records deleted", b.Records)
+	case events.StepFailed:
+		return string(b.Phase) + ": " + b.Error
+	case events.RolledBack:
+		return fmt.Sprintf("%s (in %s)", b.Reason, b.Phase)
+	case events.Rescheduled:
+		return fmt.Sprintf("attempt %d at %s, token %s", b.Attempt, clock(b.At), kvrouting.Token(b.Token).Redacted())
+	case events.Failed:
+		return b.Reason
+	case events.ChildStarted:
+		return b.Resource + " as " + b.MigrationID
+	case events.CancelRequested:
+		return b.Reason
+	case events.TenantStarted:
+		return fmt.Sprintf("tenant %s → %s: %d resources, concurrency %d", b.Tenant, b.Target, len(b.Resources), b.Concurrency)
+	case events.TenantProgress:
+		var parts []string
+		if b.Finished != "" {
+			parts = append(parts, fmt.Sprintf("%s %s", b.Finished, b.Outcome))
+		}
+		if b.Started != "" {
+			parts = append(parts, fmt.Sprintf("started %s as %s", b.Started, b.StartedID))
+		}
+		return strings.Join(parts, "; ")
+	case events.ForceReleased:
+		return fmt.Sprintf("%s released by %s: %s", b.Resource, strings.Join(b.Approvers, " + "), b.Reason)
+	}
+	return ""
+}
+
+func pageLine(svc string, n int, from, to uint64, more bool, deps []string) string {
+	s := fmt.Sprintf("%s: %d records, cursor %d → %d", svc, n, from, to)
+	if !more {
+		s += ", done"
+	}
+	if len(deps) > 0 {
+		s += ", dependents " + strings.Join(deps, ",")
+	}
+	return s
+}
+
+func figuresLine(f events.Figures) string {
+	return fmt.Sprintf("total %s: pre-lock %s, historical %s, write lock %s, cutover %s; %d records, %d attempt(s)",
+		ms(f.TotalMs), ms(f.PreLockMs), ms(f.HistoricalMs), ms(f.WriteLockMs), ms(f.CutoverMs), f.Records, f.Attempts)
+}
+
+// summaryLine is the last line of a followed migration.
+func summaryLine(st *events.State) string {
+	switch st.Status {
+	case events.StatusCompleted:
+		if st.Figures != nil {
+			return "completed: " + figuresLine(*st.Figures)
+		}
+		return "completed"
+	case events.StatusDropped:
+		return "dropped: " + st.Reason
+	}
+	return fmt.Sprintf("%s: %s", st.Status, st.Reason)
+}
+
+func printState(w io.Writer, st *events.State) {
+	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%-11s %s\n", k, fmt.Sprintf(format, args...)) }
+	row("migration", "%s", st.ID)
+	if f := st.Fanout; f != nil {
+		row("tenant", "%s → %s", f.Tenant, f.Target)
+		row("status", "%s", st.Status)
+		row("progress", "%d/%d finished: %d completed, %d failed, %d dropped; %d active (concurrency %d)",
+			f.Finished(), len(f.Resources), f.Completed, f.Failed, f.Dropped, len(f.Active), f.Concurrency)
+		for _, c := range f.Active {
+			row("active", "%s (%s)", c.Resource, c.MigrationID)
+		}
+	} else {
+		row("resource", "%s  %s", st.Resource, route(st))
+		row("status", "%s, phase %s, attempt %d/%d", st.Status, st.Phase, st.Attempt, st.MaxAttempts)
+		if st.Tenant != "" || st.Parent != "" {
+			row("parent", "%s (tenant %q)", st.Parent, st.Tenant)
+		}
+		if !st.Status.Terminal() {
+			if !st.LockExpiry.IsZero() {
+				row("lock", "token %s, lease until %s", kvrouting.Token(st.Token).Redacted(), st.LockExpiry.UTC().Format(time.RFC3339Nano))
+			}
+			if !st.WaitUntil.IsZero() && st.WaitUntil.After(time.Now()) {
+				row("waiting", "until %s", st.WaitUntil.UTC().Format(time.RFC3339Nano))
+			}
+			if st.Abort != "" {
+				row("aborting", "%s", st.Abort)
+			}
+		}
+		for _, s := range st.Services {
+			row("service", "%-14s %d pages, %d records (historical done %v, delta done %v)", s.Service, s.Pages, s.Records, s.HistoricalDone, s.DeltaDone)
+		}
+		if len(st.Children) > 0 {
+			row("children", "%s", strings.Join(st.Children, ", "))
+		}
+		if st.Figures != nil {
+			row("figures", "%s", figuresLine(*st.Figures))
+		}
+	}
+	if st.Reason != "" {
+		row("reason", "%s", st.Reason)
+	}
+	row("requested", "%s", st.RequestedAt.UTC().Format(time.RFC3339Nano))
+	if !st.EndedAt.IsZero() {
+		row("ended", "%s (after %s)", st.EndedAt.UTC().Format(time.RFC3339Nano), st.EndedAt.Sub(st.RequestedAt).Round(time.Millisecond))
+	}
+	row("events", "%d", st.Events)
+}
+
+func lockLine(l kvrouting.Lock) string {
+	if l.IsZero() {
+		return "no lock"
+	}
+	now := time.Now()
+	state := "in force"
+	switch {
+	case now.Before(l.NotBefore):
+		state = "restricts from " + rfc(l.NotBefore)
+	case !now.Before(l.Expiry):
+		state = "expired"
+	}
+	return fmt.Sprintf("%s lock, token %s, until %s (%s)", l.Type, l.Token.Redacted(), rfc(l.Expiry), state)
+}
+
+func printRouting(w io.Writer, d *kvrouting.Document) {
+	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%-10s %s\n", k, fmt.Sprintf(format, args...)) }
+	row("resource", "%s (revision %d, leader read)", d.Resource, d.Revision)
+	row("primary", "%-10s %s", d.Primary.Region, lockLine(d.Primary.Lock))
+	if d.Secondary != nil {
+		row("secondary", "%-10s %s", d.Secondary.Region, lockLine(d.Secondary.Lock))
+	}
+	if d.MigrationID != "" {
+		row("migration", "%s → %s (pre-lock lease until %s)", d.MigrationID, d.Target, rfc(d.PreLockExpiry))
+	}
+	if d.LastMigrationID != "" {
+		row("last", "%s", d.LastMigrationID)
+	}
+	row("updated", "%s", rfc(d.UpdatedAt))
+}
+
+// heldLocks lists a document's locks, e.g. "pre lock at us-east, secondary
+// lock at eu-west".
+func heldLocks(d *kvrouting.Document) string {
+	var out []string
+	for _, l := range []*kvrouting.Location{&d.Primary, d.Secondary} {
+		if l != nil && !l.Lock.IsZero() {
+			out = append(out, fmt.Sprintf("%s lock at %s", l.Lock.Type, l.Region))
+		}
+	}
+	if d.MigrationID != "" {
+		out = append(out, "migration "+d.MigrationID)
+	}
+	return strings.Join(out, ", ")
+}
+
+// describePages describes a round of pages (one per service), each as its
+// single-page event would be.
+func describePages[T events.Body](e *events.Envelope, pages []T) string {
+	lines := make([]string, len(pages))
+	for i, p := range pages {
+		one := *e
+		one.Body = p
+		lines[i] = describe(&one)
+	}
+	return strings.Join(lines, "; ")
+}
