@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/cutover/cutover/internal/ops"
 )
 
 // command is one subcommand.
@@ -27,8 +29,10 @@ func register(name, summary string, run func(ctx context.Context, args []string,
 	commands[name] = command{summary: summary, run: run}
 }
 
-// errUsage marks an error that is a usage problem (exit code 2).
-var errUsage = errors.New("usage")
+// errUsage marks an error that is a usage problem (exit code 2). It is
+// internal/ops's sentinel, so that the operator commands' usage errors
+// exit 2 as well.
+var errUsage = ops.ErrUsage
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
