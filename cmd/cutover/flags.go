@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // errHelp is returned when --help was asked for; the usage is already printed.
@@ -32,3 +33,47 @@ func parse(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// defaultNATS is where the operator commands look for the deployment.
+const defaultNATS = "nats://127.0.0.1:4222"
+
+func natsFlag(fs *flag.FlagSet) *string {
+	return fs.String("nats", defaultNATS, "NATS URL(s) of the deployment, comma separated")
+}
+
+// parseArgs parses flags that may come before, between or after the
+// positional arguments, and returns the positional ones.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// wantArgs checks the number of positional arguments.
+func wantArgs(pos []string, min, max int, what string) error {
+	if len(pos) < min {
+		return fmt.Errorf("%w: missing %s", errUsage, what)
+	}
+	if len(pos) > max {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[max])
+	}
+	return nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

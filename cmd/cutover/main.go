@@ -14,6 +14,7 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/cutover/cutover/internal/ops"
 	"github.com/cutover/cutover/internal/system"
 )
 
@@ -29,8 +30,10 @@ func register(name, summary string, run func(ctx context.Context, args []string,
 	commands[name] = command{summary: summary, run: run}
 }
 
-// errUsage marks an error that is a usage problem (exit code 2).
-var errUsage = errors.New("usage")
+// errUsage marks an error that is a usage problem (exit code 2). It is
+// internal/ops's sentinel, so that the operator commands' usage errors
+// exit 2 as well.
+var errUsage = ops.ErrUsage
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

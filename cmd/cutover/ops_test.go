@@ -16,6 +16,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/metrics"
+	"github.com/cutover/cutover/internal/ops"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
@@ -147,7 +148,7 @@ func TestOperatorCommands(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
-		var st stateJSON
+		var st ops.StateJSON
 		if err := json.Unmarshal([]byte(out), &st); err != nil || st.Status != "completed" || st.Figures == nil || st.Figures.Records == 0 {
 			t.Fatalf("status: %v %s", err, out)
 		}
@@ -210,7 +211,7 @@ func TestOperatorCommands(t *testing.T) {
 			}
 		}
 		code, out, _ = run(t, "probe", "--json", "--nats", s.nats)
-		var rep probeReport
+		var rep ops.ProbeReport
 		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Failed != 0 || len(rep.Assertions) < 30 {
 			t.Fatalf("--json: %d %s", code, out)
 		}

@@ -1,0 +1,7 @@
+package main
+
+import "github.com/cutover/cutover/internal/ops"
+
+// parseRegion returns a usage error unless s, the value of --flagName, is a
+// region name (the roles' flags).
+func parseRegion(flagName, s string) error { return ops.CheckRegion(flagName, s) }

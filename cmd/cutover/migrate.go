@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/cutover/cutover/internal/ops"
+)
+
+// Operator commands: they talk to a running deployment over NATS only
+// (DESIGN.md "Users and what they run": start one resource, a whole tenant,
+// watch, cancel, replay history, force-release with approvals). Each parses
+// its flags and calls internal/ops.
+
+func init() {
+	register("migrate", "start, follow, list and cancel migrations (start | tenant | status | cancel)", oneLine(runMigrate))
+}
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return dispatch(ctx, "migrate", []subcommand{
+		{"start", "start RESOURCE --to REGION [--wait]       migrate one resource (kind/id); prints the migration id", migrateStart},
+		{"tenant", "tenant TENANT --to REGION --resources r1,r2|--resources-file F [--concurrency N]   migrate a tenant's resources, with progress", migrateTenant},
+		{"status", "status [ID]                                one migration's state, or the recent migrations", migrateStatus},
+		{"cancel", "cancel ID [--reason R] [--wait]           roll a migration back and stop it (no effect after its swap)", migrateCancel},
+	}, args, stdout, stderr)
+}
+
+func migrateStart(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("migrate start", "migrate start RESOURCE --to REGION [--wait] [--timeout D] [--json] [--nats URL]", stdout)
+	url := natsFlag(fs)
+	to := fs.String("to", "", "target region (required)")
+	wait := fs.Bool("wait", false, "follow the migration to its end, printing its phase transitions")
+	timeout := fs.Duration("timeout", time.Hour, "with --wait: give up following after this long (0 = never; the migration goes on)")
+	asJSON := fs.Bool("json", false, "print JSON (with --wait: one event per line)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 1, 1, "RESOURCE (kind/id)"); err != nil {
+		return err
+	}
+	return ops.Start(ctx, ops.StartRequest{NATS: *url, Resource: pos[0], Target: *to, Wait: *wait, Timeout: *timeout, JSON: *asJSON}, stdout, stderr)
+}
+
+func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("migrate tenant", "migrate tenant TENANT --to REGION (--resources r1,r2,... | --resources-file F) [--concurrency N] [--timeout D] [--json] [--nats URL]", stdout)
+	url := natsFlag(fs)
+	to := fs.String("to", "", "target region (required)")
+	list := fs.String("resources", "", "the tenant's resources (kind/id), comma separated")
+	file := fs.String("resources-file", "", "file with one resource (kind/id) per line; blank lines and # comments are skipped")
+	conc := fs.Int("concurrency", 0, "migrations in flight at once (0 = the orchestrator's default)")
+	timeout := fs.Duration("timeout", 24*time.Hour, "give up following after this long (0 = never; the migration goes on)")
+	asJSON := fs.Bool("json", false, "print progress as JSON lines")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 1, 1, "TENANT"); err != nil {
+		return err
+	}
+	return ops.StartTenant(ctx, ops.TenantRequest{NATS: *url, Tenant: pos[0], Target: *to, Resources: *list, ResourcesFile: *file,
+		Concurrency: *conc, Timeout: *timeout, JSON: *asJSON}, stdout, stderr)
+}
+
+func migrateStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("migrate status", "migrate status [ID] [--limit N] [--active] [--json] [--nats URL]", stdout)
+	url := natsFlag(fs)
+	limit := fs.Int("limit", 20, "without ID: how many recent migrations to list (0 = all)")
+	active := fs.Bool("active", false, "without ID: only migrations that have not ended")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 0, 1, "ID"); err != nil {
+		return err
+	}
+	r := ops.StatusRequest{NATS: *url, List: len(pos) == 0, Limit: *limit, Active: *active, JSON: *asJSON}
+	if !r.List {
+		r.ID = pos[0]
+	}
+	return ops.Status(ctx, r, stdout)
+}
+
+func migrateCancel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("migrate cancel", "migrate cancel ID [--reason R] [--wait] [--timeout D] [--nats URL]", stdout)
+	url := natsFlag(fs)
+	reason := fs.String("reason", "", "why (recorded in the migration's events)")
+	wait := fs.Bool("wait", false, "follow the migration until it has rolled back")
+	timeout := fs.Duration("timeout", 10*time.Minute, "with --wait: give up following after this long")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 1, 1, "ID"); err != nil {
+		return err
+	}
+	return ops.Cancel(ctx, ops.CancelRequest{NATS: *url, ID: pos[0], Reason: *reason, Wait: *wait, Timeout: *timeout}, stdout, stderr)
+}

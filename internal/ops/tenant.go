@@ -1,0 +1,181 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TenantRequest is `cutover migrate tenant`: migrate a tenant's resources.
+type TenantRequest struct {
+	// NATS is the deployment's URL (several comma separated).
+	NATS string
+	// Tenant names the tenant.
+	Tenant string
+	// Target is the region to move the resources to.
+	Target string
+	// Resources lists the tenant's resources ("kind/id"), comma separated.
+	// Exactly one of Resources and ResourcesFile is given.
+	Resources string
+	// ResourcesFile is a file with one resource per line; blank lines and
+	// # comments are skipped.
+	ResourcesFile string
+	// Concurrency is how many migrations run at once; 0 is the
+	// orchestrator's default.
+	Concurrency int
+	// Timeout bounds the following; 0 follows for ever. The migration goes
+	// on either way.
+	Timeout time.Duration
+	// JSON prints the progress as JSON lines.
+	JSON bool
+}
+
+// StartTenant asks the orchestrator to migrate a tenant's resources and
+// follows the fan-out to its end: a redrawn progress bar when stdout is a
+// terminal, one line per finished resource otherwise. It returns an error
+// wrapping ErrUsage for a bad tenant, target, concurrency or resource list,
+// before connecting; any other error when the deployment cannot be
+// reached, the orchestrator refuses, following gives up, or any of the
+// migrations failed. Any goroutine may call it.
+func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer) error {
+	tenant := r.Tenant
+	if strings.TrimSpace(tenant) == "" {
+		return fmt.Errorf("%w: empty tenant", ErrUsage)
+	}
+	if err := CheckRegion("to", r.Target); err != nil {
+		return err
+	}
+	if r.Concurrency < 0 {
+		return fmt.Errorf("%w: --concurrency must be >= 0", ErrUsage)
+	}
+	resources, err := tenantResources(r.Resources, r.ResourcesFile)
+	if err != nil {
+		return err
+	}
+	o, err := dial(ctx, r.NATS)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	id, err := o.orch.StartTenant(ctx, events.StartTenant{Tenant: tenant, Target: r.Target, Resources: resources, Concurrency: r.Concurrency})
+	if err != nil {
+		return fmt.Errorf("start tenant: %w", err)
+	}
+	if !r.JSON {
+		fmt.Fprintf(stdout, "tenant migration %s: %s, %d resources → %s\n", id, tenant, len(resources), r.Target)
+	}
+	p := &progress{out: stdout, total: len(resources), tty: isTerminal(stdout), json: r.JSON, ids: map[string]string{}}
+	fctx, cancel := withTimeout(ctx, r.Timeout)
+	defer cancel()
+	var last *events.State
+	err = followSubject(fctx, o.js, events.EventSubject(id), jetstream.DeliverAllPolicy, stderr, func(_ uint64, e *events.Envelope) bool {
+		if e.State == nil || e.State.Fanout == nil {
+			return false
+		}
+		last = e.State
+		p.update(e)
+		return e.State.Status.Terminal()
+	})
+	p.finish()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && last != nil {
+			return fmt.Errorf("tenant migration %s still running after %s (%d of %d finished); it goes on", id, r.Timeout, last.Fanout.Finished(), len(resources))
+		}
+		return noStream(err)
+	}
+	f := last.Fanout
+	took := last.EndedAt.Sub(last.RequestedAt).Round(time.Millisecond)
+	if r.JSON {
+		_ = writeJSONLine(stdout, map[string]any{"tenant_migration_id": id, "tenant": tenant, "target": r.Target, "status": last.Status,
+			"total": len(resources), "completed": f.Completed, "failed": f.Failed, "dropped": f.Dropped, "took": took.String()})
+	} else {
+		fmt.Fprintf(stdout, "tenant %s → %s done in %s: %d completed, %d failed, %d dropped\n", tenant, r.Target, took, f.Completed, f.Failed, f.Dropped)
+	}
+	if f.Failed > 0 {
+		return fmt.Errorf("tenant %s: %d of %d migrations failed (%s)", tenant, f.Failed, len(resources), strings.Join(p.failedList(), ", "))
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progress renders a tenant fan-out's progress: a redrawn bar on a
+// terminal, one line per finished child otherwise.
+type progress struct {
+	out    io.Writer
+	total  int
+	tty    bool
+	json   bool
+	drawn  bool
+	ids    map[string]string // resource → migration id
+	failed []string
+}
+
+func (p *progress) update(e *events.Envelope) {
+	f := e.State.Fanout
+	b, _ := e.Body.(events.TenantProgress)
+	if b.Started != "" {
+		p.ids[b.Started] = b.StartedID
+	}
+	if b.Finished == "" {
+		if p.tty && !p.json {
+			p.draw(f)
+		}
+		return
+	}
+	if b.Outcome == events.StatusFailed {
+		p.failed = append(p.failed, b.Finished)
+	}
+	switch {
+	case p.json:
+		_ = writeJSONLine(p.out, map[string]any{"resource": b.Finished, "migration_id": p.ids[b.Finished], "outcome": b.Outcome,
+			"finished": f.Finished(), "total": p.total, "completed": f.Completed, "failed": f.Failed, "dropped": f.Dropped, "active": len(f.Active)})
+	case p.tty:
+		if b.Outcome == events.StatusFailed {
+			fmt.Fprintf(p.out, "\r\033[K  %s failed (%s)\n", b.Finished, p.ids[b.Finished])
+		}
+		p.draw(f)
+	default:
+		fmt.Fprintf(p.out, "  [%d/%d] %s %s (%s)\n", f.Finished(), p.total, b.Finished, b.Outcome, p.ids[b.Finished])
+	}
+}
+
+func (p *progress) draw(f *events.TenantState) {
+	const width = 30
+	n := 0
+	if p.total > 0 {
+		n = f.Finished() * width / p.total
+	}
+	fmt.Fprintf(p.out, "\r\033[K[%s%s] %d/%d  completed %d  failed %d  dropped %d  active %d",
+		strings.Repeat("#", n), strings.Repeat(".", width-n), f.Finished(), p.total, f.Completed, f.Failed, f.Dropped, len(f.Active))
+	p.drawn = true
+}
+
+func (p *progress) finish() {
+	if p.drawn {
+		fmt.Fprintln(p.out)
+	}
+}
+
+func (p *progress) failedList() []string {
+	out := make([]string, 0, len(p.failed))
+	for _, r := range p.failed {
+		out = append(out, r+" "+p.ids[r])
+	}
+	return out
+}
