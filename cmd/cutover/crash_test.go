@@ -63,7 +63,7 @@ func TestCrashDurability(t *testing.T) {
 		wg.Wait()
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	alice := mustClient(t, api, "alice")
 	const nConvs, nMsgs = 8, 25
@@ -95,7 +95,7 @@ func TestCrashDurability(t *testing.T) {
 	// Mid-migration: some conversations have moved, some have not, at
 	// least one holds a lock. Then SIGKILL every process at once.
 	moved, locked := 0, 0
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	for deadline := time.Now().Add(90 * time.Second); ; {
 		moved, locked = 0, 0
 		for _, r := range resources {
 			res, _ := kvrouting.ParseResource(r)
@@ -130,7 +130,7 @@ func TestCrashDurability(t *testing.T) {
 	orch.Await(t, `cutover orchestrator`, 30*time.Second)
 	// Recovery has its own budget: a loaded machine may have spent much of
 	// the first one before the kill.
-	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	nc, js, err = cnats.Connect(ctx, natsURL)
 	if err != nil {
