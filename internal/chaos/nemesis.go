@@ -1,0 +1,240 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/internal/system"
+	cnats "github.com/cutover/cutover/nats"
+)
+
+// nemesis breaks one thing at a time on a schedule drawn from the seed
+// until run ends: rounds of every fault in a seeded order (leader kills
+// twice per round), so that each kind happens; the first round always
+// completes, however short the run. Actions use ctx, which outlives run.
+// The sequence of actions and their parameters depends on the seed only;
+// when they land relative to the migrations depends on the machine.
+func (r *run) nemesis(run, ctx context.Context) {
+	rng := rand.New(rand.NewPCG(r.o.Seed, 3))
+	round := []func(){
+		func() { r.killLeader(ctx, rng) },
+		func() { r.killLeader(ctx, rng) },
+		func() { r.killAWorker(rng) },
+		func() { r.pauseAWorker(rng) },
+		func() { r.partition(ctx, rng) },
+		func() { r.duplicateStart(ctx, rng) },
+	}
+	sleep(run, time.Second)
+	for first := true; first || run.Err() == nil; first = false {
+		for _, i := range rng.Perm(len(round)) {
+			if ctx.Err() != nil || (!first && run.Err() != nil) {
+				return
+			}
+			round[i]()
+			sleep(ctx, time.Duration(300+rng.IntN(1200))*time.Millisecond)
+		}
+	}
+}
+
+// killLeader stops the node leading ROUTING or the migration events stream
+// and restarts it after a pause.
+func (r *run) killLeader(ctx context.Context, rng *rand.Rand) {
+	stream := cnats.RoutingStream
+	if rng.IntN(2) == 1 {
+		stream = events.EventStream
+	}
+	down := time.Duration(200+rng.IntN(1500)) * time.Millisecond
+	i, err := r.pc.StreamLeader(ctx, stream)
+	if err != nil {
+		r.schedule("kill-leader %s: no leader now (%v)", stream, err)
+		return
+	}
+	r.schedule("kill-leader %s: node %d for %s", stream, i, down)
+	r.pc.KillNode(i)
+	r.mu.Lock()
+	r.rep.Nemesis.LeaderKills++
+	r.mu.Unlock()
+	sleep(ctx, down)
+	if err := r.pc.RestartNode(i); err != nil {
+		r.logf("restart node %d: %v", i, err)
+	}
+}
+
+// killAWorker stops a worker wherever it is (mid-phase: there is always
+// work in flight) and starts a fresh one.
+func (r *run) killAWorker(rng *rand.Rand) {
+	r.mu.Lock()
+	if len(r.mu.workers) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	k := rng.IntN(len(r.mu.workers))
+	cw := r.mu.workers[k]
+	r.mu.workers = append(r.mu.workers[:k:k], r.mu.workers[k+1:]...)
+	r.rep.Nemesis.WorkerKills++
+	r.mu.Unlock()
+	r.schedule("kill-worker %d", cw.id)
+	r.killWorker(cw)
+	if err := r.startWorker(); err != nil {
+		r.logf("start worker: %v", err)
+	}
+}
+
+// pauseAWorker arms a worker: its next write-lock step stalls past the
+// write lease, then resumes as a stale holder (workers.go).
+func (r *run) pauseAWorker(rng *rand.Rand) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.mu.workers) == 0 {
+		return
+	}
+	cw := r.mu.workers[rng.IntN(len(r.mu.workers))]
+	cw.pause.Store(true)
+	r.rep.Nemesis.Pauses++
+	if len(r.rep.Nemesis.Schedule) < 200 {
+		r.rep.Nemesis.Schedule = append(r.rep.Nemesis.Schedule, "pause-worker "+strconv.Itoa(cw.id))
+	}
+}
+
+// partition cuts one node that the run's own connection is not attached to
+// off from its peers (its client port stays up), then heals it.
+func (r *run) partition(ctx context.Context, rng *rand.Rand) {
+	var cands []int
+	for i, s := range r.pc.Servers {
+		if s.Running() && s.ClientURL() != r.sys.NC.ConnectedUrl() {
+			cands = append(cands, i)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	k := cands[rng.IntN(len(cands))]
+	mode, name := cnats.ProxyDrop, "drop"
+	if rng.IntN(2) == 1 {
+		mode, name = cnats.ProxyBlackhole, "blackhole"
+	}
+	hold := time.Duration(1000+rng.IntN(3000)) * time.Millisecond
+	r.schedule("partition node %d (%s) for %s", k, name, hold)
+	r.pc.Partition(k, mode)
+	r.mu.Lock()
+	r.rep.Nemesis.Partitions++
+	r.mu.Unlock()
+	end := time.Now().Add(hold)
+	if mode == cnats.ProxyDrop {
+		// Every route of the node runs through the proxies: a dropped
+		// node must lose all of them, or the partition leaked.
+		for r.pc.Routes(k) > 0 && time.Now().Before(end) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if r.pc.Routes(k) > 0 {
+			r.logf("partition of node %d leaked: %d routes", k, r.pc.Routes(k))
+			r.mu.Lock()
+			r.rep.Nemesis.PartitionLeaks++
+			r.mu.Unlock()
+		}
+	}
+	sleep(ctx, time.Until(end))
+	r.pc.Heal(k)
+	deadline := time.Now().Add(15 * time.Second)
+	for r.pc.Routes(k) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// duplicateStart races two start commands for one idle conversation.
+func (r *run) duplicateStart(ctx context.Context, rng *rand.Rand) {
+	idle := r.idleConvs()
+	if len(idle) == 0 {
+		return
+	}
+	c := idle[rng.IntN(len(idle))]
+	doc, err := r.sys.Locker.Get(ctx, chatResource(c))
+	if err != nil || !doc.Primary.Lock.IsZero() {
+		return
+	}
+	target := r.other(doc.Primary.Region)
+	r.schedule("duplicate-start %s → %s", c, target)
+	var wg sync.WaitGroup
+	ids := make([]string, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			ids[i], errs[i] = r.sys.Orch.Start(ctx, events.Start{Resource: "conv/" + c, Target: target})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		r.logf("duplicate start: %v", err)
+	}
+	for i, id := range ids {
+		if errs[i] == nil {
+			r.track(id, false, c)
+		}
+	}
+	r.mu.Lock()
+	r.rep.Nemesis.DuplicateStarts++
+	r.mu.Unlock()
+}
+
+// serveStaleAPI serves a second user-facing API over the same regions
+// whose resolvers keep routing documents for staleTTL, far past the
+// convergence delay the orchestrator waits: a stale service instance. It
+// returns its base URL and a function that stops it.
+func (r *run) serveStaleAPI() (string, func(), error) {
+	cfg := r.sys.Config
+	rs, err := system.NewResolvers(cfg, r.sys.Routing, r.sys.JS, []time.Duration{staleTTL}, "stale")
+	if err != nil {
+		return "", nil, err
+	}
+	h, err := system.NewAPI(cfg, r.sys.Regions, rs, r.sys.Locker)
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		r.staleRequests.Add(1)
+		h.ServeHTTP(w, q)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// heal ends every fault: links open, every node running, no armed pause,
+// at least o.Workers workers.
+func (r *run) heal(ctx context.Context) error {
+	for i, s := range r.pc.Servers {
+		r.pc.Heal(i)
+		if !s.Running() {
+			if err := r.pc.RestartNode(i); err != nil {
+				return err
+			}
+		}
+	}
+	r.mu.Lock()
+	n := len(r.mu.workers)
+	for _, cw := range r.mu.workers {
+		cw.pause.Store(false)
+	}
+	r.mu.Unlock()
+	for ; n < r.o.Workers; n++ {
+		if err := r.startWorker(); err != nil {
+			return err
+		}
+	}
+	_, err := r.pc.WaitStreamLeader(ctx, cnats.RoutingStream)
+	return err
+}
