@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cutover/cutover/internal/metrics"
-	"github.com/cutover/cutover/internal/system"
 	"net"
 	"net/url"
 	"os"
@@ -17,6 +15,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cutover/cutover/internal/metrics"
+	"github.com/cutover/cutover/internal/system"
 
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/store"

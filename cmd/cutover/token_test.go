@@ -1,10 +1,11 @@
 package main
 
 import (
-	"github.com/cutover/cutover/internal/system"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/cutover/cutover/internal/system"
 )
 
 // TestSignedTokens: with an auth secret the API refuses development tokens

@@ -1,16 +1,17 @@
-//go:build ignore
-
-package main
+package chaos
 
 import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/internal/system"
 	cnats "github.com/cutover/cutover/nats"
 )
 
@@ -20,8 +21,8 @@ import (
 // completes, however short the run. Actions use ctx, which outlives run.
 // The sequence of actions and their parameters depends on the seed only;
 // when they land relative to the migrations depends on the machine.
-func (r *chaosRun) nemesis(run, ctx context.Context) {
-	rng := rand.New(rand.NewPCG(r.o.seed, 3))
+func (r *run) nemesis(run, ctx context.Context) {
+	rng := rand.New(rand.NewPCG(r.o.Seed, 3))
 	round := []func(){
 		func() { r.killLeader(ctx, rng) },
 		func() { r.killLeader(ctx, rng) },
@@ -30,21 +31,21 @@ func (r *chaosRun) nemesis(run, ctx context.Context) {
 		func() { r.partition(ctx, rng) },
 		func() { r.duplicateStart(ctx, rng) },
 	}
-	sleepCtx(run, time.Second)
+	sleep(run, time.Second)
 	for first := true; first || run.Err() == nil; first = false {
 		for _, i := range rng.Perm(len(round)) {
 			if ctx.Err() != nil || (!first && run.Err() != nil) {
 				return
 			}
 			round[i]()
-			sleepCtx(ctx, time.Duration(300+rng.IntN(1200))*time.Millisecond)
+			sleep(ctx, time.Duration(300+rng.IntN(1200))*time.Millisecond)
 		}
 	}
 }
 
 // killLeader stops the node leading ROUTING or the migration events stream
 // and restarts it after a pause.
-func (r *chaosRun) killLeader(ctx context.Context, rng *rand.Rand) {
+func (r *run) killLeader(ctx context.Context, rng *rand.Rand) {
 	stream := cnats.RoutingStream
 	if rng.IntN(2) == 1 {
 		stream = events.EventStream
@@ -60,7 +61,7 @@ func (r *chaosRun) killLeader(ctx context.Context, rng *rand.Rand) {
 	r.mu.Lock()
 	r.rep.Nemesis.LeaderKills++
 	r.mu.Unlock()
-	sleepCtx(ctx, down)
+	sleep(ctx, down)
 	if err := r.pc.RestartNode(i); err != nil {
 		r.logf("restart node %d: %v", i, err)
 	}
@@ -68,7 +69,7 @@ func (r *chaosRun) killLeader(ctx context.Context, rng *rand.Rand) {
 
 // killAWorker stops a worker wherever it is (mid-phase: there is always
 // work in flight) and starts a fresh one.
-func (r *chaosRun) killAWorker(rng *rand.Rand) {
+func (r *run) killAWorker(rng *rand.Rand) {
 	r.mu.Lock()
 	if len(r.mu.workers) == 0 {
 		r.mu.Unlock()
@@ -87,8 +88,8 @@ func (r *chaosRun) killAWorker(rng *rand.Rand) {
 }
 
 // pauseAWorker arms a worker: its next write-lock step stalls past the
-// write lease, then resumes as a stale holder.
-func (r *chaosRun) pauseAWorker(rng *rand.Rand) {
+// write lease, then resumes as a stale holder (workers.go).
+func (r *run) pauseAWorker(rng *rand.Rand) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.mu.workers) == 0 {
@@ -104,10 +105,10 @@ func (r *chaosRun) pauseAWorker(rng *rand.Rand) {
 
 // partition cuts one node that the run's own connection is not attached to
 // off from its peers (its client port stays up), then heals it.
-func (r *chaosRun) partition(ctx context.Context, rng *rand.Rand) {
+func (r *run) partition(ctx context.Context, rng *rand.Rand) {
 	var cands []int
 	for i, s := range r.pc.Servers {
-		if s.Running() && s.ClientURL() != r.nc.ConnectedUrl() {
+		if s.Running() && s.ClientURL() != r.sys.NC.ConnectedUrl() {
 			cands = append(cands, i)
 		}
 	}
@@ -139,7 +140,7 @@ func (r *chaosRun) partition(ctx context.Context, rng *rand.Rand) {
 			r.mu.Unlock()
 		}
 	}
-	sleepCtx(ctx, time.Until(end))
+	sleep(ctx, time.Until(end))
 	r.pc.Heal(k)
 	deadline := time.Now().Add(15 * time.Second)
 	for r.pc.Routes(k) == 0 && time.Now().Before(deadline) {
@@ -148,13 +149,13 @@ func (r *chaosRun) partition(ctx context.Context, rng *rand.Rand) {
 }
 
 // duplicateStart races two start commands for one idle conversation.
-func (r *chaosRun) duplicateStart(ctx context.Context, rng *rand.Rand) {
+func (r *run) duplicateStart(ctx context.Context, rng *rand.Rand) {
 	idle := r.idleConvs()
 	if len(idle) == 0 {
 		return
 	}
 	c := idle[rng.IntN(len(idle))]
-	doc, err := r.lk.Get(ctx, chatResource(c))
+	doc, err := r.sys.Locker.Get(ctx, chatResource(c))
 	if err != nil || !doc.Primary.Lock.IsZero() {
 		return
 	}
@@ -165,7 +166,7 @@ func (r *chaosRun) duplicateStart(ctx context.Context, rng *rand.Rand) {
 	errs := make([]error, 2)
 	for i := range 2 {
 		wg.Go(func() {
-			ids[i], errs[i] = r.orch.Start(ctx, events.Start{Resource: "conv/" + c, Target: target})
+			ids[i], errs[i] = r.sys.Orch.Start(ctx, events.Start{Resource: "conv/" + c, Target: target})
 		})
 	}
 	wg.Wait()
@@ -182,9 +183,39 @@ func (r *chaosRun) duplicateStart(ctx context.Context, rng *rand.Rand) {
 	r.mu.Unlock()
 }
 
+// serveStaleAPI serves a second user-facing API over the same regions
+// whose resolvers keep routing documents for staleTTL, far past the
+// convergence delay the orchestrator waits: a stale service instance. It
+// returns its base URL and a function that stops it.
+func (r *run) serveStaleAPI() (string, func(), error) {
+	cfg := r.sys.Config
+	rs, err := system.NewResolvers(cfg, r.sys.Routing, r.sys.JS, []time.Duration{staleTTL}, "stale")
+	if err != nil {
+		return "", nil, err
+	}
+	h, err := system.NewAPI(cfg, r.sys.Regions, rs, r.sys.Locker)
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		r.staleRequests.Add(1)
+		h.ServeHTTP(w, q)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
 // heal ends every fault: links open, every node running, no armed pause,
-// at least o.workers workers.
-func (r *chaosRun) heal(ctx context.Context) error {
+// at least o.Workers workers.
+func (r *run) heal(ctx context.Context) error {
 	for i, s := range r.pc.Servers {
 		r.pc.Heal(i)
 		if !s.Running() {
@@ -199,7 +230,7 @@ func (r *chaosRun) heal(ctx context.Context) error {
 		cw.pause.Store(false)
 	}
 	r.mu.Unlock()
-	for ; n < r.o.workers; n++ {
+	for ; n < r.o.Workers; n++ {
 		if err := r.startWorker(); err != nil {
 			return err
 		}

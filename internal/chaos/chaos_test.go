@@ -1,0 +1,47 @@
+package chaos_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/internal/chaos"
+)
+
+// TestChaosShort is the short chaos run inside `make test`: a fixed seed,
+// ~20 s of nemesis, then drain and the independent check.
+func TestChaosShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run: 3-node cluster, ~30 s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	rep, err := chaos.Run(ctx, chaos.Options{Seed: 1, Duration: 20 * time.Second, Workers: 3, Clients: 4}, &stderr)
+	if err != nil {
+		t.Fatalf("chaos: %v\n%s", err, stderr.String())
+	}
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	t.Logf("report:\n%s", b)
+	if bad := rep.Failures(); len(bad) > 0 {
+		t.Fatalf("invariants violated: %v", bad)
+	}
+	if n := rep.Nemesis; n.LeaderKills == 0 || n.WorkerKills == 0 || n.Partitions == 0 || n.Pauses == 0 || n.DuplicateStarts == 0 {
+		t.Errorf("a fault kind never happened: %+v", n)
+	}
+	if rep.Migrations.Completed == 0 || rep.Writes.Acknowledged == 0 {
+		t.Errorf("no work done: %d migrations completed, %d writes acknowledged", rep.Migrations.Completed, rep.Writes.Acknowledged)
+	}
+}
+
+// Options that Run refuses are refused before anything starts.
+func TestOptionsValidate(t *testing.T) {
+	for _, o := range []chaos.Options{{Workers: 1}, {Clients: -1}, {Duration: -time.Second}, {Think: time.Millisecond}} {
+		if _, err := chaos.Run(context.Background(), o, nil); !errors.Is(err, chaos.ErrOptions) {
+			t.Errorf("%+v: got %v, want ErrOptions", o, err)
+		}
+	}
+}
