@@ -11,6 +11,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/chat"
 )
 
@@ -249,6 +250,7 @@ func (r *run) reap(ctx context.Context) int {
 	// All at once: during a leader kill each read may wait out its timeout,
 	// and one tick must not wait for the sum of them.
 	states := make([]*events.State, len(ids))
+	children := make([][]string, len(ids))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	for i, id := range ids {
@@ -257,9 +259,20 @@ func (r *run) reap(ctx context.Context) int {
 			defer func() { <-sem }()
 			sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			defer cancel()
-			if st, _, err := r.sys.Orch.State(sctx, id); err == nil {
-				states[i] = st
+			st, _, err := r.sys.Orch.State(sctx, id)
+			if err != nil {
+				return
 			}
+			if st.Fanout != nil && st.Status.Terminal() {
+				// A tenant's children: the fan-out's state forgets their
+				// ids once they finish, its events keep them.
+				ids, err := tenantChildren(sctx, r.sys.Orch, id)
+				if err != nil {
+					return // not reaped: read again next tick
+				}
+				children[i] = ids
+			}
+			states[i] = st
 		})
 	}
 	wg.Wait()
@@ -278,7 +291,7 @@ func (r *run) reap(ctx context.Context) int {
 		}
 		delete(r.mu.inflight, id)
 		if slices.Contains(r.mu.tenants, id) {
-			for _, ch := range st.Children {
+			for _, ch := range children[i] {
 				if !slices.Contains(r.mu.all, ch) {
 					r.mu.all = append(r.mu.all, ch)
 					r.rep.Migrations.Started++
@@ -305,4 +318,29 @@ func (r *run) drain(ctx context.Context) error {
 		r.logf("draining: %d in flight", left)
 		sleep(ctx, 500*time.Millisecond)
 	}
+}
+
+// tenantChildren are the migration ids a tenant fan-out started, from its
+// TenantProgress events.
+func tenantChildren(ctx context.Context, orch *orchestrator.Client, tid string) ([]string, error) {
+	hs, err := orch.History(ctx, tid)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range hs {
+		var b events.TenantProgress
+		switch x := e.Body.(type) {
+		case events.TenantProgress:
+			b = x
+		case *events.TenantProgress:
+			b = *x
+		default:
+			continue
+		}
+		if b.StartedID != "" {
+			out = append(out, b.StartedID)
+		}
+	}
+	return out, nil
 }

@@ -3,7 +3,7 @@
 // the clients saw acknowledged (workload.Ledger), what the stores and the
 // API hold, and the routing revisions the store committed (Observer) —
 // never by the engine's own opinion — and returns one Invariants value
-// with one JSON vocabulary (README "Invariants").
+// with one JSON vocabulary (README "Invariants: one vocabulary").
 package check
 
 import (
@@ -57,7 +57,7 @@ type Invariants struct {
 }
 
 // legacyKeys are the names chaos used before the vocabulary was unified;
-// they are still written, with the same values (README "Invariants").
+// they are still written, with the same values (README "Invariants: one vocabulary").
 type legacyKeys struct {
 	ResurrectedDeletes int `json:"resurrected_deletes"`
 	NonAuthoritative   int `json:"writes_at_non_authoritative_location"`
