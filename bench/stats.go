@@ -1,8 +1,3 @@
-// Package bench holds the parts of `cutover bench` that need no running
-// system: summary statistics, CPU accounting, and the store-level suites
-// (validate, the raw side of copy). The in-process suites that drive a whole
-// deployment live in package bench/suites.
-// Benchmarks measure; nothing here asserts a wall-clock time.
 package bench
 
 import (
