@@ -1,10 +1,3 @@
-// Package bench holds the parts of `cutover bench` that need no running
-// system: summary statistics, CPU accounting, the store-level suites
-// (validate, the raw side of copy), and the fencing strategies the fence
-// suite runs the orchestrator with (fencing.go). The in-process suites
-// that drive a whole deployment are here too (suite_*.go), on
-// internal/system and internal/workload.
-// Benchmarks measure; nothing here asserts a wall-clock time.
 package bench
 
 import (

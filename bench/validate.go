@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -68,6 +69,11 @@ func RunValidate(ctx context.Context, o ValidateOptions) (ValidateResult, error)
 	if o.Batch <= 0 {
 		o.Batch = 10_000
 	}
+	for _, n := range o.Sizes {
+		if n < 1 {
+			return ValidateResult{}, fmt.Errorf("%w: size %d", ErrOptions, n)
+		}
+	}
 	say := func(format string, a ...any) {
 		if o.Progress != nil {
 			o.Progress(fmt.Sprintf(format, a...))
@@ -116,6 +122,14 @@ func RunValidate(ctx context.Context, o ValidateOptions) (ValidateResult, error)
 	res.Ratio = Ratio(last.ScanMs, last.DigestMs)
 	res.Met = met
 	return res, nil
+}
+
+// WriteText writes each size's timings as a table.
+func (r *ValidateResult) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "validate (%s): target %s: met=%v\n", r.Durability, r.Target, r.Met)
+	for _, s := range r.Sizes {
+		fmt.Fprintf(w, "  %9d messages: digests %9.1f ms | full scan %9.1f ms | %.0fx\n", s.Messages, s.DigestMs, s.ScanMs, s.Ratio)
+	}
 }
 
 func validateOne(ctx context.Context, src, tgt *store.Store, n, batch int, say func(string, ...any)) (ValidateSize, error) {

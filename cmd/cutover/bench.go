@@ -1,23 +1,25 @@
-//go:build ignore
-
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
-	"github.com/cutover/cutover/kvrouting/routingbench"
+	"github.com/cutover/cutover/bench"
+	"github.com/cutover/cutover/services/contract"
 )
 
 func init() {
 	register("bench", "measure this design against its baselines (suites: routing, reads, fence, throughput, copy, validate)", runBench)
 }
 
-// benchSuites are the suites of `cutover bench` (issue 7), in the order the
-// help lists them.
+// benchSuites are the suites of `cutover bench` (issue 7; package bench),
+// in the order the help lists them.
 var benchSuites = []struct {
 	name, help string
 	run        func(ctx context.Context, args []string, stdout, stderr io.Writer) error
@@ -35,8 +37,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if prof.cpu != "" || prof.mem != "" {
-		stop, err := prof.start()
+	if prof.CPU != "" || prof.Mem != "" {
+		stop, err := prof.Start()
 		if err != nil {
 			return err
 		}
@@ -44,7 +46,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err := stop(); err != nil {
 				fmt.Fprintln(stderr, "bench: profile:", err)
 			} else {
-				fmt.Fprintf(stderr, "bench: profiles written (cpu %q, heap %q); read with: go tool pprof -top <binary> <file>\n", prof.cpu, prof.mem)
+				fmt.Fprintf(stderr, "bench: profiles written (cpu %q, heap %q); read with: go tool pprof -top <binary> <file>\n", prof.CPU, prof.Mem)
 			}
 		}()
 	}
@@ -64,37 +66,51 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	for _, s := range benchSuites {
 		if s.name == args[0] {
-			return s.run(ctx, args[1:], stdout, stderr)
+			err := s.run(ctx, args[1:], stdout, stderr)
+			if errors.Is(err, bench.ErrOptions) {
+				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			return err
 		}
 	}
 	return fmt.Errorf("%w: unknown suite %q (have: %s)", errUsage, args[0], strings.Join(names, ", "))
 }
 
-// suiteResult is the common shape of a suite's JSON (issue 7): this design,
-// its baseline, their ratio, the target, and the durability every figure
-// ran with.
-type suiteResult struct {
-	Suite      string   `json:"suite"`
-	Durability string   `json:"durability"`
-	Ours       any      `json:"ours"`
-	Baseline   any      `json:"baseline"`
-	Ratio      float64  `json:"ratio"`
-	Target     string   `json:"target"`
-	Met        bool     `json:"target_met"`
-	Details    any      `json:"details,omitempty"`
-	Notes      []string `json:"notes,omitempty"`
+// profileFlags takes --cpuprofile FILE and --memprofile FILE (or =FILE)
+// from the front of args, before the suite's name.
+func profileFlags(args []string) ([]string, bench.Profile, error) {
+	var p bench.Profile
+	for len(args) > 0 && strings.HasPrefix(args[0], "--") {
+		name, val, eq := strings.Cut(args[0], "=")
+		var dst *string
+		switch name {
+		case "--cpuprofile":
+			dst = &p.CPU
+		case "--memprofile":
+			dst = &p.Mem
+		default:
+			return args, p, nil
+		}
+		args = args[1:]
+		if !eq {
+			if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+				return nil, p, fmt.Errorf("%w: %s needs a file name", errUsage, name)
+			}
+			val, args = args[0], args[1:]
+		}
+		if val == "" {
+			return nil, p, fmt.Errorf("%w: %s needs a file name", errUsage, name)
+		}
+		*dst = val
+	}
+	return args, p, nil
 }
 
-// printResult writes v as indented JSON, or a short human summary followed
-// by the JSON.
-func printResult(stdout io.Writer, asJSON bool, v any) error {
+// printResult writes v as indented JSON, or its text summary followed by
+// the JSON.
+func printResult(stdout io.Writer, asJSON bool, v interface{ WriteText(io.Writer) }) error {
 	if !asJSON {
-		if r, ok := v.(*suiteResult); ok {
-			fmt.Fprintf(stdout, "%s (%s): ratio %.2f, target %s: met=%v\n", r.Suite, r.Durability, r.Ratio, r.Target, r.Met)
-			for _, n := range r.Notes {
-				fmt.Fprintf(stdout, "  note: %s\n", n)
-			}
-		}
+		v.WriteText(stdout)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
@@ -102,39 +118,115 @@ func printResult(stdout io.Writer, asJSON bool, v any) error {
 	return enc.Encode(v)
 }
 
+// suiteFlags is a suite's flag set with its --json flag.
+func suiteFlags(name, synopsis string, stdout io.Writer) (*flag.FlagSet, *bool) {
+	fs := newFlags("bench "+name, "bench "+name+" "+synopsis, stdout)
+	return fs, fs.Bool("json", false, "print the result as JSON")
+}
+
+// suiteProgress prints a suite's progress lines to stderr.
+func suiteProgress(stderr io.Writer, suite string) func(string) {
+	return func(s string) { fmt.Fprintln(stderr, "bench "+suite+":", s) }
+}
+
 func benchRouting(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench routing", "bench routing [--json] [--ops N] [--resources N] [--lazy-fsync]", stdout)
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	ops := fs.Int("ops", 20000, "operations per measurement")
-	resources := fs.Int("resources", 1000, "distinct resources")
-	lazy := fs.Bool("lazy-fsync", false, "run the embedded server with JetStream's default lazy fsync instead of sync always")
+	fs, asJSON := suiteFlags("routing", "[--json] [--ops N] [--resources N] [--lazy-fsync]", stdout)
+	o := bench.RoutingOptions{Progress: suiteProgress(stderr, "routing")}
+	fs.IntVar(&o.Ops, "ops", 20000, "operations per measurement")
+	fs.IntVar(&o.Resources, "resources", 1000, "distinct resources")
+	fs.BoolVar(&o.LazyFsync, "lazy-fsync", false, "run the embedded server with JetStream's default lazy fsync instead of sync always")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *ops <= 0 || *resources < 10 {
-		return fmt.Errorf("%w: --ops must be > 0 and --resources >= 10", errUsage)
-	}
-	sync := !*lazy
-	res, err := routingbench.Run(ctx, routingbench.Options{
-		Ops: *ops, Resources: *resources, SyncAlways: &sync,
-		Progress: func(s string) { fmt.Fprintln(stderr, "bench routing:", s) },
-	})
+	res, err := bench.Routing(ctx, o)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+	if !*asJSON {
+		res.WriteText(stdout)
+		return nil
 	}
-	fmt.Fprintf(stdout, "routing (%s)\n", res.Durability)
-	fmt.Fprintf(stdout, "  embedded (unlocked, cached): %10.0f ns/op  %.3f store reads/op\n", res.Embedded.NsPerOp, res.Embedded.StoreReadsPerOp)
-	fmt.Fprintf(stdout, "  lock-record baseline:        %10.0f ns/op  %.3f store reads/op\n", res.Baseline.NsPerOp, res.Baseline.StoreReadsPerOp)
-	fmt.Fprintf(stdout, "  locked (read-through):       %10.0f ns/op  %.3f store reads/op\n", res.Locked.NsPerOp, res.Locked.StoreReadsPerOp)
-	fmt.Fprintf(stdout, "  ratio baseline/embedded: %.0fx (target >= 100x, 0 reads): met=%v\n", res.Ratio, res.Met)
-	for _, m := range res.Mixed {
-		fmt.Fprintf(stdout, "  f=%-6g ours %8.0f ns/op %.4f reads/op | baseline %8.0f ns/op %.3f reads/op | time %.0fx reads %.0fx\n",
-			m.LockedFraction, m.Ours.NsPerOp, m.Ours.StoreReadsPerOp, m.Baseline.NsPerOp, m.Baseline.StoreReadsPerOp, m.TimeRatio, m.ReadsRatio)
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+func benchReads(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, asJSON := suiteFlags("reads", "[--json] [--conversations N]", stdout)
+	o := bench.ReadsOptions{Progress: suiteProgress(stderr, "reads")}
+	fs.IntVar(&o.Conversations, "conversations", 40, "conversations to migrate in each mode")
+	fs.StringVar(&o.Mix, "mix", "small", "conversation sizes: small (10 messages each) or paper (the paper's size mix, 4,000-message conversations included)")
+	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) { return bench.Reads(ctx, o) })
+}
+
+func benchFence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, asJSON := suiteFlags("fence", "[--json] [--conversations N] [--big N] [--clients N] [--concurrency N] [--strategies a,b]", stdout)
+	o := bench.FenceOptions{Progress: suiteProgress(stderr, "fence")}
+	fs.IntVar(&o.Conversations, "conversations", 30, "conversations (54% 10 messages, 39% 80, 7% --big; at least one of each)")
+	fs.IntVar(&o.Big, "big", 4000, "messages in a large conversation")
+	fs.IntVar(&o.Clients, "clients", 6, "concurrent users driving live traffic")
+	fs.IntVar(&o.Concurrency, "concurrency", 8, "migrations in flight")
+	fs.BoolVar(&o.Warmup, "warmup", true, "first migrate a tiny workload once, unmeasured (the first run in a process is slower)")
+	strategies := fs.String("strategies", strings.Join(bench.FenceStrategies, ","), "strategies to run (protocol first)")
+	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) {
+		o.Strategies = strings.Split(*strategies, ",")
+		return bench.Fence(ctx, o)
+	})
+}
+
+func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, asJSON := suiteFlags("throughput", "[--json] [--conversations N] [--big N] [--clients N] [--concurrency N]", stdout)
+	o := bench.ThroughputOptions{Progress: suiteProgress(stderr, "throughput")}
+	fs.IntVar(&o.Conversations, "conversations", 300, "conversations (paper size mix)")
+	fs.IntVar(&o.Big, "big", 4000, "messages in a large conversation")
+	fs.IntVar(&o.Clients, "clients", 6, "concurrent users driving live traffic")
+	fs.IntVar(&o.Concurrency, "concurrency", 128, "migrations in flight")
+	fs.IntVar(&o.Workers, "workers", 2, "orchestrator workers")
+	fs.StringVar(&o.Fanout, "fanout", "direct", "how the migrations start: direct (one Start each, all at once; the engine's capacity) or tenant (one tenant move with --concurrency)")
+	fs.BoolVar(&o.LazyFsync, "lazy-fsync", false, "run JetStream with its default lazy fsync instead of sync always (Pebble keeps fsync per commit)")
+	fs.IntVar(&o.BackgroundSteps, "background-steps", 0, "per worker, concurrent steps of migrations outside Phase 3 (0: the orchestrator's default, 16)")
+	fs.IntVar(&o.Cluster, "cluster", 1, "nodes: 1 (one node, sync always) or 3 (an embedded R3 cluster, the clustered durable default)")
+	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) { return bench.Throughput(ctx, o) })
+}
+
+func benchCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, asJSON := suiteFlags("copy", "[--json] [--conversations N] [--messages N]", stdout)
+	o := bench.CopyOptions{Progress: suiteProgress(stderr, "copy")}
+	fs.IntVar(&o.Conversations, "conversations", 3, "large conversations to migrate, one at a time")
+	fs.IntVar(&o.Messages, "messages", 4000, "messages per conversation")
+	fs.IntVar(&o.PageLimit, "page-limit", contract.DefaultPageLimit, "export page size, for the migration and the raw copy alike")
+	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) { return bench.Copy(ctx, o) })
+}
+
+// runSuite parses a suite's flags, runs it and prints its result.
+func runSuite(fs *flag.FlagSet, args []string, stdout io.Writer, asJSON *bool, run func() (*bench.Result, error)) error {
+	if err := parse(fs, args); err != nil {
+		return err
 	}
-	return nil
+	res, err := run()
+	if err != nil {
+		return err
+	}
+	return printResult(stdout, *asJSON, res)
+}
+
+func benchValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, asJSON := suiteFlags("validate", "[--json] [--sizes 4000,100000,1000000]", stdout)
+	sizes := fs.String("sizes", "4000,100000,1000000", "resource sizes in messages, comma-separated")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var ns []int
+	for _, s := range strings.Split(*sizes, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || v < 1 {
+			return fmt.Errorf("%w: --sizes: %q", errUsage, s)
+		}
+		ns = append(ns, v)
+	}
+	res, err := bench.RunValidate(ctx, bench.ValidateOptions{Sizes: ns, Progress: func(s string) { fmt.Fprintln(stderr, "bench", s) }})
+	if err != nil {
+		return err
+	}
+	return printResult(stdout, *asJSON, &res)
 }

@@ -1,15 +1,25 @@
-//go:build ignore
-
-package main
+package bench
 
 import (
 	"context"
 	"fmt"
-	"io"
 
-	"github.com/cutover/cutover/bench"
 	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/internal/system"
+	"github.com/cutover/cutover/internal/workload"
+	"github.com/cutover/cutover/orchestrator"
 )
+
+// ReadsOptions configures the reads suite.
+type ReadsOptions struct {
+	// Conversations to migrate in each mode (>= 1).
+	Conversations int
+	// Mix is "small" (10 messages each) or "paper" (the paper's size mix,
+	// 4,000-message conversations included).
+	Mix string
+	// Progress, if set, receives progress lines.
+	Progress func(string)
+}
 
 // readsFigure is one mode of the reads suite.
 type readsFigure struct {
@@ -21,47 +31,44 @@ type readsFigure struct {
 	WritesPerMigation float64 `json:"writes_per_migration"`
 }
 
-// benchReads counts routing-store reads per migration with the holder's
-// cached document (this design, paper 000 §8) and without it (every lock
+// Reads counts routing-store reads per migration with the holder's cached
+// document (this design, paper 000 §8) and without it (every lock
 // transition reads the document first), over the same migrations with no
-// user traffic, so every read counted is the orchestrator's.
-func benchReads(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench reads", "bench reads [--json] [--conversations N]", stdout)
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	n := fs.Int("conversations", 40, "conversations to migrate in each mode")
-	mixName := fs.String("mix", "small", "conversation sizes: small (10 messages each) or paper (the paper's size mix, 4,000-message conversations included)")
-	if err := parse(fs, args); err != nil {
-		return err
+// user traffic, so every read counted is the orchestrator's. Errors:
+// ErrOptions, or the first failing run's.
+func Reads(ctx context.Context, o ReadsOptions) (*Result, error) {
+	if o.Conversations < 1 {
+		return nil, fmt.Errorf("%w: --conversations must be >= 1", ErrOptions)
 	}
-	if *n < 1 {
-		return fmt.Errorf("%w: --conversations must be >= 1", errUsage)
-	}
-	mix := []sizeClass{{"10", 10, 1}}
-	switch *mixName {
+	mix := []workload.SizeClass{{Name: "10", Messages: 10, Share: 1}}
+	switch o.Mix {
 	case "small":
 	case "paper":
-		mix = paperMix(4000)
+		mix = workload.PaperMix(4000)
 	default:
-		return fmt.Errorf("%w: --mix must be small or paper", errUsage)
+		return nil, fmt.Errorf("%w: --mix must be small or paper", ErrOptions)
 	}
-	say := func(s string) { fmt.Fprintln(stderr, "bench reads:", s) }
 	run := func(noCache bool) (readsFigure, error) {
 		var f readsFigure
-		e, err := startBenchEnv(ctx, benchEnvOptions{NoHolderCache: noCache}, io.Discard)
+		var cfg system.Config
+		if noCache {
+			cfg.WorkerOptions = []orchestrator.WorkerOption{orchestrator.WithoutHolderCache()}
+		}
+		e, err := startEnv(ctx, cfg)
 		if err != nil {
 			return f, err
 		}
 		defer e.Close()
-		convs := mixConvs("reads", *n, mix, 1)
-		if err := e.seed(ctx, convs, []string{"u0", "u1"}, nil); err != nil {
+		convs := workload.Assign("reads", o.Conversations, mix, 1, 0)
+		if err := e.seed(ctx, convs, users(2), nil); err != nil {
 			return f, err
 		}
-		before := e.lk.Store().Stats()
+		before := e.Routing.Stats()
 		ms, _, err := e.moveAll(ctx, "reads", convs, 8, nil)
 		if err != nil {
 			return f, err
 		}
-		after := e.lk.Store().Stats()
+		after := e.Routing.Stats()
 		f.Migrations = len(ms)
 		for _, m := range ms {
 			if m.state.Status == events.StatusCompleted {
@@ -70,25 +77,25 @@ func benchReads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		f.StoreReads = after.Reads() - before.Reads()
 		f.StoreWrites = after.Writes - before.Writes
-		f.ReadsPerMigration = bench.Ratio(float64(f.StoreReads), float64(f.Completed))
-		f.WritesPerMigation = bench.Ratio(float64(f.StoreWrites), float64(f.Completed))
-		say(fmt.Sprintf("no-holder-cache=%v: %d/%d completed, %.2f reads and %.2f writes per migration", noCache, f.Completed, f.Migrations, f.ReadsPerMigration, f.WritesPerMigation))
+		f.ReadsPerMigration = Ratio(float64(f.StoreReads), float64(f.Completed))
+		f.WritesPerMigation = Ratio(float64(f.StoreWrites), float64(f.Completed))
+		say(o.Progress, "no-holder-cache=%v: %d/%d completed, %.2f reads and %.2f writes per migration", noCache, f.Completed, f.Migrations, f.ReadsPerMigration, f.WritesPerMigation)
 		return f, nil
 	}
 	ours, err := run(false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	base, err := run(true)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r := &suiteResult{Suite: "reads", Durability: bench.DurableSingle, Ours: ours, Baseline: base,
-		Ratio:  bench.Ratio(base.ReadsPerMigration, ours.ReadsPerMigration),
+	r := &Result{Suite: "reads", Durability: DurableSingle, Ours: ours, Baseline: base,
+		Ratio:  Ratio(base.ReadsPerMigration, ours.ReadsPerMigration),
 		Target: ">= 10x fewer routing-store reads per migration with the holder's cached document",
 		Notes: []string{
 			"reads are leader/direct/mirror gets on the routing KV counted by kvrouting.Store, with no user traffic running",
-			"mix " + *mixName + ": the baseline's reads grow with the steps a migration takes (one check per copy step and per lock step), ours do not; since the lock steps record their fences and the swap its validation (fewer steps), a 10-message conversation takes 8 checks, not 10",
+			"mix " + o.Mix + ": the baseline's reads grow with the steps a migration takes (one check per copy step and per lock step), ours do not; since the lock steps record their fences and the swap its validation (fewer steps), a 10-message conversation takes 8 checks, not 10",
 			"every migration checks that it still holds its lock before each call that acts under it (fences, each export/import page, validation: kvrouting.Locker.Verify), and every lock transition is a conditional write",
 			"ours: the holder's cached document (the last document this migration wrote; it is the lock's only writer) answers those checks and is the revision the conditional writes expect, so only the pre-lock reads (it has no document yet); paper 000 §8 reports ~90 % fewer routing reads from the same optimisation",
 			"baseline (orchestrator.WithoutHolderCache): every check and every transition reads the document from the leader first, the paper's design before that optimisation",
@@ -97,5 +104,5 @@ func benchReads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		r.Ratio = base.ReadsPerMigration // no reads at all: report the baseline's count
 	}
 	r.Met = r.Ratio >= 10 && ours.Completed == ours.Migrations && base.Completed == base.Migrations
-	return printResult(stdout, *asJSON, r)
+	return r, nil
 }

@@ -1,6 +1,4 @@
-//go:build ignore
-
-package main
+package bench
 
 import (
 	"bytes"
@@ -8,45 +6,15 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strings"
 	"sync"
 )
 
-// benchProfile names the pprof files a bench run writes (issue 7: profile
-// the hot paths and keep before/after figures).
-type benchProfile struct{ cpu, mem string }
+// Profile names the pprof files a bench run writes (issue 7: profile the
+// hot paths and keep before/after figures); "" writes none.
+type Profile struct{ CPU, Mem string }
 
-// profileFlags takes --cpuprofile FILE and --memprofile FILE (or =FILE)
-// from the front of args, before the suite's name.
-func profileFlags(args []string) ([]string, benchProfile, error) {
-	var p benchProfile
-	for len(args) > 0 && strings.HasPrefix(args[0], "--") {
-		name, val, eq := strings.Cut(args[0], "=")
-		var dst *string
-		switch name {
-		case "--cpuprofile":
-			dst = &p.cpu
-		case "--memprofile":
-			dst = &p.mem
-		default:
-			return args, p, nil
-		}
-		args = args[1:]
-		if !eq {
-			if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-				return nil, p, fmt.Errorf("%w: %s needs a file name", errUsage, name)
-			}
-			val, args = args[0], args[1:]
-		}
-		if val == "" {
-			return nil, p, fmt.Errorf("%w: %s needs a file name", errUsage, name)
-		}
-		*dst = val
-	}
-	return args, p, nil
-}
-
-// cpuRun is the CPU profile in progress; see profileMeasured.
+// cpuRun is the CPU profile in progress (pprof's is per process); see
+// profileMeasured.
 var cpuRun struct {
 	sync.Mutex
 	path     string
@@ -76,25 +44,27 @@ func profileMeasured() {
 	cpuRun.buf, cpuRun.file, cpuRun.measured = nil, f, true
 }
 
-// start begins CPU profiling (if asked) into memory; stop ends it and
+// Start begins CPU profiling (if asked) into memory; stop ends it and
 // writes the CPU profile (the measured phase, or the whole run) and the
-// heap profile (if asked).
-func (p benchProfile) start() (stop func() error, err error) {
-	if p.cpu != "" {
-		f, err := os.Create(p.cpu) // fail early on a bad path
+// heap profile (if asked). One profile runs at a time per process: the
+// caller (one goroutine) runs the suite between Start and stop. Errors: a
+// profile file that cannot be created or written.
+func (p Profile) Start() (stop func() error, err error) {
+	if p.CPU != "" {
+		f, err := os.Create(p.CPU) // fail early on a bad path
 		if err != nil {
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
 		f.Close()
 		cpuRun.Lock()
-		cpuRun.path, cpuRun.buf, cpuRun.measured = p.cpu, &bytes.Buffer{}, false
+		cpuRun.path, cpuRun.buf, cpuRun.measured = p.CPU, &bytes.Buffer{}, false
 		cpuRun.Unlock()
 		if err := pprof.StartCPUProfile(cpuRun.buf); err != nil {
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
 	}
 	return func() error {
-		if p.cpu != "" {
+		if p.CPU != "" {
 			cpuRun.Lock()
 			pprof.StopCPUProfile()
 			buf, file, measured := cpuRun.buf, cpuRun.file, cpuRun.measured
@@ -104,12 +74,12 @@ func (p benchProfile) start() (stop func() error, err error) {
 				if err := file.Close(); err != nil {
 					return err
 				}
-			} else if err := os.WriteFile(p.cpu, buf.Bytes(), 0o644); err != nil {
+			} else if err := os.WriteFile(p.CPU, buf.Bytes(), 0o644); err != nil {
 				return err
 			}
 		}
-		if p.mem != "" {
-			f, err := os.Create(p.mem)
+		if p.Mem != "" {
+			f, err := os.Create(p.Mem)
 			if err != nil {
 				return fmt.Errorf("heap profile: %w", err)
 			}
