@@ -38,22 +38,20 @@ func withRequestTimeout(ctx context.Context, d time.Duration) (context.Context, 
 	return context.WithTimeout(ctx, d)
 }
 
-// retryIdempotent runs fn (an idempotent JetStream API call, such as a
+// RetryIdempotent runs fn (an idempotent JetStream API call, such as a
 // create-or-update) with each attempt bounded by DefaultTimeout, and tries
-// again while ctx allows when an attempt timed out or found no responder: a
+// again while ctx allows when an attempt failed transiently (Transient): a
 // request lost in a meta-leader change would otherwise wait out the whole
 // caller deadline (seen in CI: a mirror provision hung 20 s on a loaded
-// 2-core machine). Other errors are returned at once.
-func retryIdempotent(ctx context.Context, fn func(context.Context) error) error {
+// 2-core machine), and a cluster restarting after a crash answers "not
+// ready" for a while. Other errors are returned at once; with a context
+// that has no deadline it retries until the context ends.
+func RetryIdempotent(ctx context.Context, fn func(context.Context) error) error {
 	for {
 		actx, cancel := withRequestTimeout(ctx, DefaultTimeout)
 		err := fn(actx)
 		cancel()
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&
-			!errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		if err == nil || ctx.Err() != nil || !Transient(err) {
 			return err
 		}
 		select {
@@ -62,6 +60,20 @@ func retryIdempotent(ctx context.Context, fn func(context.Context) error) error 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// Transient reports whether err means "no answer yet" rather than "no":
+// a timeout, no responders, no stream response, or JetStream saying its
+// cluster is not ready (no peers for placement while the meta group
+// forms, 10005; temporarily unavailable, 10008). Retrying an idempotent
+// request on such an error is safe and eventually answers.
+func Transient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == 10005 || apiErr.ErrorCode == 10008)
 }
 
 func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

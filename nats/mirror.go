@@ -81,7 +81,7 @@ func ProvisionMirror(ctx context.Context, js jetstream.JetStream, region string,
 	oc := origin.CachedInfo().Config
 
 	var st jetstream.Stream
-	err = retryIdempotent(ctx, func(ctx context.Context) (err error) {
+	err = RetryIdempotent(ctx, func(ctx context.Context) (err error) {
 		st, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name:              MirrorStream(region),
 			Description:       "cutover read replica of " + RoutingBucket + " for region " + region,

@@ -88,7 +88,7 @@ func ProvisionRouting(ctx context.Context, js jetstream.JetStream, cfg RoutingCo
 	ctx, cancel := withDefaultTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	var kv jetstream.KeyValue
-	err = retryIdempotent(ctx, func(ctx context.Context) (err error) {
+	err = RetryIdempotent(ctx, func(ctx context.Context) (err error) {
 		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      RoutingBucket,
 			Description: "cutover routing documents",

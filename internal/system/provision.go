@@ -90,10 +90,10 @@ func Provision(ctx context.Context, js jetstream.JetStream, c ProvisionConfig) e
 			actx, cancel := context.WithTimeout(ctx, per)
 			err = s.do(actx)
 			cancel()
-			unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
-			if err == nil || ctx.Err() != nil || !(unanswered || clusterForming(err)) {
+			if err == nil || ctx.Err() != nil || !cnats.Transient(err) {
 				break
 			}
+			unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 			log.Warn("provisioning unanswered; retrying", "what", s.what, "attempt", n, "err", err)
 			if !unanswered { // answered at once: give the cluster time to form
 				select {
@@ -107,14 +107,4 @@ func Provision(ctx context.Context, js jetstream.JetStream, c ProvisionConfig) e
 		}
 	}
 	return nil
-}
-
-// clusterForming reports whether err is JetStream saying its cluster is
-// not ready yet: no peers for placement (10005) while the nodes' routes
-// and meta group form, or the system temporarily unavailable (10008). A
-// role started together with the nodes sees these; a retry succeeds once
-// the cluster has formed.
-func clusterForming(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == 10005 || apiErr.ErrorCode == 10008)
 }
