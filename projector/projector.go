@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
+	cnats "github.com/cutover/cutover/nats"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -77,7 +78,12 @@ func (p *Projector) Run(ctx context.Context) error {
 	defer cancel()
 	stop := context.AfterFunc(p.ctx, cancel)
 	defer stop()
-	c, err := p.js.OrderedConsumer(ctx, events.EventStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	// Retried while the answer is "not yet" (a cluster still forming).
+	var c jetstream.Consumer
+	err := cnats.RetryIdempotent(ctx, func(ctx context.Context) (err error) {
+		c, err = p.js.OrderedConsumer(ctx, events.EventStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+		return err
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
