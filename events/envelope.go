@@ -135,3 +135,16 @@ func Decode(b []byte) (e *Envelope, err error) {
 	}
 	return e, nil
 }
+
+// BodyAs returns e's body as a T, whether it holds a T or a *T (decoded
+// bodies are values; bodies built in process may be pointers).
+func BodyAs[T Body](e *Envelope) (T, bool) {
+	if b, ok := e.Body.(T); ok {
+		return b, true
+	}
+	if b, ok := any(e.Body).(*T); ok && b != nil {
+		return *b, true
+	}
+	var zero T
+	return zero, false
+}

@@ -201,3 +201,19 @@ func TestFencedWireBytes(t *testing.T) {
 		}
 	}
 }
+
+// BodyAs reads a body whether the envelope holds it as a value or a
+// pointer, and refuses another type.
+func TestBodyAs(t *testing.T) {
+	v := &Envelope{Body: StepFailed{Error: "x"}}
+	p := &Envelope{Body: &StepFailed{Error: "y"}}
+	if b, ok := BodyAs[StepFailed](v); !ok || b.Error != "x" {
+		t.Fatalf("value: %v %v", b, ok)
+	}
+	if b, ok := BodyAs[StepFailed](p); !ok || b.Error != "y" {
+		t.Fatalf("pointer: %v %v", b, ok)
+	}
+	if _, ok := BodyAs[Completed](v); ok {
+		t.Fatal("another type matched")
+	}
+}

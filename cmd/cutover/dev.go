@@ -52,13 +52,3 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	return sys.Close()
 }
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}

@@ -329,16 +329,7 @@ func tenantChildren(ctx context.Context, orch *orchestrator.Client, tid string) 
 	}
 	var out []string
 	for _, e := range hs {
-		var b events.TenantProgress
-		switch x := e.Body.(type) {
-		case events.TenantProgress:
-			b = x
-		case *events.TenantProgress:
-			b = *x
-		default:
-			continue
-		}
-		if b.StartedID != "" {
+		if b, ok := events.BodyAs[events.TenantProgress](e); ok && b.StartedID != "" {
 			out = append(out, b.StartedID)
 		}
 	}

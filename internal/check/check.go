@@ -307,13 +307,8 @@ func (c Config) stepErrors(ctx context.Context, id string, m *Migrations) {
 		return
 	}
 	for _, e := range hs {
-		var b events.StepFailed
-		switch x := e.Body.(type) {
-		case events.StepFailed:
-			b = x
-		case *events.StepFailed:
-			b = *x
-		default:
+		b, ok := events.BodyAs[events.StepFailed](e)
+		if !ok {
 			continue
 		}
 		if len(m.StepErrors) < 8 {

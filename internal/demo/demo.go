@@ -157,13 +157,10 @@ func (r *Report) migrations(ctx context.Context, sys *system.System, tid string)
 		}
 		for _, e := range hs {
 			var val *events.Validated
-			switch b := e.Body.(type) {
-			case events.Validated:
+			if b, ok := events.BodyAs[events.Validated](e); ok {
 				val = &b
-			case *events.Validated:
-				val = b
-			case events.Swapped: // a validation passed in the swap's step
-				val = b.Validation
+			} else if b, ok := events.BodyAs[events.Swapped](e); ok {
+				val = b.Validation // a validation passed in the swap's step
 			}
 			if val != nil {
 				r.Validation.Runs++

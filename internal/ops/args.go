@@ -43,8 +43,8 @@ func parseMigrationID(s string) error {
 	return nil
 }
 
-// splitList splits a comma-separated list, dropping empty items.
-func splitList(s string) []string {
+// SplitList splits a comma-separated list, dropping empty items.
+func SplitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -62,7 +62,7 @@ func tenantResources(list, file string) ([]string, error) {
 	var raw []string
 	where := func(i int) string { return fmt.Sprintf("resource %d", i+1) }
 	if list != "" {
-		raw = splitList(list)
+		raw = SplitList(list)
 	} else {
 		f, err := os.Open(file)
 		if err != nil {
