@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/cutover/cutover/internal/ops"
 )
 
 // errHelp is returned when --help was asked for; the usage is already printed.
@@ -77,3 +79,10 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// parseRegion returns a usage error unless s, the value of --flagName, is a
+// region name (the roles' flags).
+func parseRegion(flagName, s string) error { return ops.CheckRegion(flagName, s) }
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string { return ops.SplitList(s) }
