@@ -51,10 +51,15 @@ func Core(cfg *Config) fx.Option {
 }
 
 // Orchestration adds the orchestrator workers (the phase engine), the
-// directory they reach the services through, the projector and a client.
+// directory they reach the services through and a client.
 func Orchestration() fx.Option {
-	return fx.Options(fx.Provide(provideDirectory, provideWorkers, provideProjector, provideOrchClient),
-		fx.Invoke(func([]*orchestrator.Worker, *projector.Projector) {}))
+	return fx.Options(fx.Provide(provideDirectory, provideWorkers, provideOrchClient),
+		fx.Invoke(func([]*orchestrator.Worker) {}))
+}
+
+// Projection adds the projector (the migration read models).
+func Projection() fx.Option {
+	return fx.Options(fx.Provide(provideProjector), fx.Invoke(func(*projector.Projector) {}))
 }
 
 // API adds the user-facing HTTP API (with /metrics beside it).

@@ -75,11 +75,11 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		ep   *Endpoint
 		hs   *HTTPServer
 		dir  *contractnats.Directory
-		opts = []fx.Option{Core(&cfg), API(), fx.Provide(provideDirectory, provideOrchClient, provideWorkers),
+		opts = []fx.Option{Core(&cfg), API(), Orchestration(),
 			fx.Populate(&ep, &hs, &s.NC, &s.JS, &s.Routing, &s.Locker, &s.Resolvers, &s.Regions, &s.Orch, &dir, &s.Workers, &s.Metrics)}
 	)
 	if !cfg.NoProjector {
-		opts = append(opts, fx.Provide(provideProjector), fx.Populate(&s.Projector))
+		opts = append(opts, Projection(), fx.Populate(&s.Projector))
 	}
 	opts = append(opts, Metrics(!cfg.NoEventMetrics))
 	s.app = NewApp(opts...)

@@ -23,7 +23,7 @@ func TestValidateApps(t *testing.T) {
 		"orchestrator": OrchestratorRole(cfg, ep, ""),
 		"projector":    ProjectorRole(cfg, ep, ""),
 		"gateway":      GatewayRole(cfg, ep),
-		"all-in-one":   fx.Options(Core(cfg), API(), Orchestration(), Metrics(true)),
+		"all-in-one":   fx.Options(Core(cfg), API(), Orchestration(), Projection(), Metrics(true)),
 	} {
 		if err := fx.ValidateApp(opts, actors, fx.NopLogger); err != nil {
 			t.Errorf("%s: %v", name, err)
