@@ -328,11 +328,19 @@ func provideAPI(cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker
 	return NewAPI(cfg, regions, rs, lk)
 }
 
+// serveHTTP serves the API and, on exactly /metrics, the metrics. No
+// http.ServeMux sits in front of the API: its path cleaning would answer
+// a path with a "." or ".." segment with a redirect in HTML, before the
+// API's JSON errors.
 func serveHTTP(lc fx.Lifecycle, cfg *Config, h *api.Server, m *metrics.Metrics, actors *Actors) *HTTPServer {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.Handler())
-	mux.Handle("/", m.Middleware(h))
-	return listen(lc, actors, "HTTP API", cfg.HTTPAddr, mux)
+	apiH, metricsH := m.Middleware(h), m.Handler()
+	return listen(lc, actors, "HTTP API", cfg.HTTPAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			metricsH.ServeHTTP(w, r)
+			return
+		}
+		apiH.ServeHTTP(w, r)
+	}))
 }
 
 // listen opens addr ("" = any free loopback port) when the app starts and

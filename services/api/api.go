@@ -17,6 +17,7 @@ import (
 
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Defaults applied by Config.EnsureDefaults.
@@ -192,6 +193,9 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 
 // ServeHTTP implements http.Handler: routes, with JSON bodies for unknown
 // routes and methods, and a 500 instead of a dropped connection on a panic.
+// It never redirects: a path that is not canonical (an empty, "." or ".."
+// segment, which http.ServeMux would answer with a redirect to the cleaned
+// path) is 400.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -202,27 +206,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fmt.Errorf("panic: %v", v))
 		}
 	}()
+	if !canonicalPath(r.URL.EscapedPath()) {
+		s.writeError(w, r, contract.Errorf(contract.CodeInvalid, "path %q is not canonical: no empty, \".\" or \"..\" segments", r.URL.EscapedPath()))
+		return
+	}
 	// Handler only looks the route up; the mux's ServeHTTP below sets the
 	// path values.
 	h, pattern := s.mux.Handler(r)
 	if pattern == "" {
-		// Let the mux decide between 404, 405 (with Allow) and a redirect,
-		// then replace its plain-text body with the JSON error shape.
+		// Let the mux decide between 404 and 405 (with Allow), then replace
+		// its plain-text body with the JSON error shape.
 		rec := &statusRecorder{header: http.Header{}}
 		h.ServeHTTP(rec, r)
-		for k, v := range rec.header {
-			if k == "Allow" || k == "Location" {
-				w.Header()[k] = v
-			}
+		if rec.status == http.StatusMethodNotAllowed {
+			w.Header()["Allow"] = rec.header["Allow"]
+			s.writeError(w, r, contract.Errorf(contract.CodeMethodNotAllowed, "method %s not allowed; allowed: %s", r.Method, strings.Join(rec.header.Values("Allow"), ", ")))
+			return
 		}
-		switch rec.status {
-		case http.StatusMethodNotAllowed:
-			writeErrorBody(w, http.StatusMethodNotAllowed, errorJSON{Code: "invalid", Message: fmt.Sprintf("method %s not allowed; allowed: %s", r.Method, strings.Join(rec.header.Values("Allow"), ", "))})
-		case http.StatusNotFound, 0:
-			writeErrorBody(w, http.StatusNotFound, errorJSON{Code: "not_found", Message: "no such route: " + r.Method + " " + r.URL.Path})
-		default:
-			w.WriteHeader(rec.status)
-		}
+		// Not found, or anything else the mux would answer (it cannot
+		// redirect a canonical path to any of the routes: none ends in
+		// '/').
+		s.writeError(w, r, contract.Errorf(contract.CodeNotFound, "no such route: %s %s", r.Method, r.URL.Path))
 		return
 	}
 	s.mux.ServeHTTP(w, r)

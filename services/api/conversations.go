@@ -53,7 +53,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who 
 	}
 	// Validate everything before the first write, so bad input changes
 	// nothing (no routing document either).
-	if err := chat.ValidID("conversation id", id); err != nil {
+	if err := validNewID("conversation id", id); err != nil {
 		return err
 	}
 	if err := conversations.ValidTitle(req.Title); err != nil {

@@ -36,7 +36,9 @@ import (
 //
 //   - no handler panics (the server's recover would turn one into a 500 and
 //     log "api: panic");
-//   - no 5xx other than 503;
+//   - no 5xx other than 503, and never a redirect (3xx);
+//   - what a request creates is readable at its URL: the id of a 201 to
+//     POST /v1/conversations or .../messages is answered by a GET;
 //   - every 4xx and 503 has the JSON error shape {"error":{"code","message"}}
 //     with the code of its status (checkErrorShape);
 //   - a rejected (4xx) request changes nothing: not the routing bucket (its
@@ -114,6 +116,11 @@ func handlerSeeds() []handlerSeed {
 		{"GET", "/v1/conversations/%00", alice, "", ""},
 		{"GET", "/v1/conversations/c1/../c2", alice, "", ""},
 		{"GET", "//v1//conversations/c1", alice, "", ""},
+		{"GET", "/v1/conversations/..", alice, "", ""},
+		{"GET", "/v1/conversations/c1/messages/.", alice, "", ""},
+		{"POST", "/v1/conversations", alice, "", `{"id":"..","title":"dots"}`},
+		{"POST", "/v1/conversations", alice, "", `{"id":"a b?c#d","title":"t"}`},
+		{"POST", "/v1/conversations/c1/messages", alice, "", `{"id":".","text":"dot"}`},
 		{"GET", "/v1/routing/nope/x", alice, "", ""},
 		{"GET", "/v1/routing/conv/" + strings.Repeat("y", 2000), alice, "", ""},
 		{"BREW", "/v1/conversations/c1", alice, "", ""},
@@ -277,6 +284,12 @@ func (fe *fuzzEnv) check(t *testing.T, method, path, auth, pin string, body []by
 	if out.status >= 500 && out.status != http.StatusServiceUnavailable {
 		t.Fatalf("%s %q (auth %q, pin %q, body %q) -> %s\nlogs: %q", method, path, auth, pin, body, out, logs)
 	}
+	if out.status >= 300 && out.status < 400 {
+		t.Fatalf("redirect: %s %q -> %s (Location %q)", method, path, out, out.header.Get("Location"))
+	}
+	if out.status == http.StatusCreated {
+		fe.checkReachable(t, r, auth, out)
+	}
 	if out.status < 400 {
 		return
 	}
@@ -287,6 +300,30 @@ func (fe *fuzzEnv) check(t *testing.T, method, path, auth, pin string, body []by
 	if after := fe.snapshot(t, watch); !maps.Equal(before, after) {
 		t.Fatalf("rejected request changed state: %s %q (auth %q, pin %q, body %q) -> %s\nbefore %v\nafter  %v",
 			method, path, auth, pin, body, out, before, after)
+	}
+}
+
+// checkReachable asserts that the conversation or message a 201 created is
+// answered by a GET of its URL, as the same caller.
+func (fe *fuzzEnv) checkReachable(t *testing.T, r *http.Request, auth string, out resp) {
+	t.Helper()
+	var created struct {
+		ID string `json:"id"`
+	}
+	if r.Method != http.MethodPost || json.Unmarshal(out.body, &created) != nil || created.ID == "" {
+		return
+	}
+	var get string
+	switch p := r.URL.EscapedPath(); {
+	case p == "/v1/conversations":
+		get = p + "/" + url.PathEscape(created.ID)
+	case strings.HasPrefix(p, "/v1/conversations/") && strings.HasSuffix(p, "/messages"):
+		get = p + "/" + url.PathEscape(created.ID)
+	default:
+		return
+	}
+	if st, b := fe.serve("GET", get, auth, "", nil); st != http.StatusOK {
+		t.Fatalf("%s %s created %q, but GET %s -> %d %s", r.Method, r.URL.EscapedPath(), created.ID, get, st, b)
 	}
 }
 

@@ -228,7 +228,8 @@ func checkErrorShape(t *testing.T, r resp) errBody {
 	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Fatalf("error Content-Type %q", ct)
 	}
-	want := map[int]string{400: "invalid", 401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict", 413: "too_large", 423: "locked", 500: "internal", 503: "unavailable"}[r.status]
+	want := map[int]string{400: "invalid", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+		409: "conflict", 413: "too_large", 415: "unsupported_media_type", 423: "locked", 500: "internal", 503: "unavailable"}[r.status]
 	if want != "" && eb.Error.Code != want {
 		t.Fatalf("status %d with code %q, want %q", r.status, eb.Error.Code, want)
 	}

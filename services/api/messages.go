@@ -54,7 +54,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, who Identit
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := chat.ValidID("message id", req.ID); err != nil {
+	if err := validNewID("message id", req.ID); err != nil {
 		return err
 	}
 	rt, err := s.conversation(r, id, kvrouting.OpNewWrite, who)

@@ -481,10 +481,11 @@ func TestCodesMatchServer(t *testing.T) {
 		client.CodeInvalid: 400, client.CodeUnauthorized: 401, client.CodeForbidden: 403,
 		client.CodeNotFound: 404, client.CodeConflict: 409, client.CodeTooLarge: 413,
 		client.CodeLocked: 423, client.CodeUnavailable: 503, client.CodeInternal: 500,
+		client.CodeMethodNotAllowed: 405, client.CodeUnsupportedMediaType: 415,
 	}
 	server := []contract.Code{contract.CodeInvalid, contract.CodeUnauthorized, contract.CodeForbidden,
 		contract.CodeNotFound, contract.CodeConflict, contract.CodeTooLarge, contract.CodeLocked,
-		contract.CodeUnavailable, contract.CodeInternal}
+		contract.CodeUnavailable, contract.CodeInternal, contract.CodeMethodNotAllowed, contract.CodeUnsupportedMediaType}
 	if len(server) != len(want) {
 		t.Fatalf("server has %d codes, client %d", len(server), len(want))
 	}

@@ -45,6 +45,12 @@ const (
 	CodeLocked       Code = "locked"       // 423 with Retry-After
 	CodeUnavailable  Code = "unavailable"  // 503
 	CodeInternal     Code = "internal"     // 500
+	// A route exists but not for the method (the API's bug or the
+	// client's), with the methods it takes in the Allow header.
+	CodeMethodNotAllowed Code = "method_not_allowed" // 405
+	// The body's Content-Type is not one the route takes (JSON routes
+	// take application/json).
+	CodeUnsupportedMediaType Code = "unsupported_media_type" // 415
 )
 
 // APIError is a non-2xx answer of the API: the HTTP status and the decoded

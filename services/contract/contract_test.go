@@ -24,6 +24,9 @@ func TestHTTPStatus(t *testing.T) {
 		contract.CodeUnavailable:  http.StatusServiceUnavailable,
 		contract.CodeInternal:     http.StatusInternalServerError,
 		"made-up":                 http.StatusInternalServerError,
+
+		contract.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+		contract.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	} {
 		if got := code.HTTPStatus(); got != want {
 			t.Errorf("%q.HTTPStatus() = %d, want %d", code, got, want)

@@ -22,6 +22,12 @@ const (
 	CodeLocked       Code = "locked"       // 423 with Retry-After
 	CodeUnavailable  Code = "unavailable"  // 503
 	CodeInternal     Code = "internal"     // 500
+
+	// The HTTP API's own codes: a route exists but not for the request's
+	// method, and a body whose Content-Type the route does not take. The
+	// migration contract never returns them.
+	CodeMethodNotAllowed     Code = "method_not_allowed"     // 405 with Allow
+	CodeUnsupportedMediaType Code = "unsupported_media_type" // 415
 )
 
 // Error is the one error type at the service boundary. Its msgpack form is
@@ -59,8 +65,12 @@ func (c Code) HTTPStatus() int {
 		return 404 // http.StatusNotFound
 	case CodeConflict:
 		return 409 // http.StatusConflict
+	case CodeMethodNotAllowed:
+		return 405 // http.StatusMethodNotAllowed
 	case CodeTooLarge:
 		return 413 // http.StatusRequestEntityTooLarge
+	case CodeUnsupportedMediaType:
+		return 415 // http.StatusUnsupportedMediaType
 	case CodeLocked:
 		return 423 // http.StatusLocked
 	case CodeUnavailable:

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestGatewayHTTPEdges: what the API's listener answers before or beside
+// the API handler keeps the API's promises (issue 14, items 12, 14, 17).
+func TestGatewayHTTPEdges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the system")
+	}
+	s := startSystem(t)
+	alice := http.Header{"Authorization": {"Bearer user:alice"}}
+
+	// Path cleaning: never a redirect, always the JSON error shape.
+	for _, p := range []string{"/v1/conversations/..", "/v1/conversations/x/../x", "//v1/conversations/x", "/metrics/../v1/conversations/x"} {
+		st, h, body := rawGet(t, s.api+p, alice)
+		if st != http.StatusBadRequest || !jsonError(h, body) {
+			t.Errorf("GET %s: %d %q (Location %q), want 400 in the JSON error shape", p, st, body, h.Get("Location"))
+		}
+	}
+}
+
+// rawGet sends a GET with the path as written and never follows a redirect.
+func rawGet(t *testing.T, url string, h http.Header) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = h.Clone()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// jsonError reports whether a response is the API's JSON error shape.
+func jsonError(h http.Header, body string) bool {
+	var eb struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	return strings.HasPrefix(h.Get("Content-Type"), "application/json") &&
+		json.Unmarshal([]byte(body), &eb) == nil && eb.Error.Code != "" && eb.Error.Message != ""
+}

@@ -1,0 +1,117 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// raw sends one request with path written as is (no cleaning by the
+// client) and never follows a redirect.
+func (e *env) raw(method, path string, header map[string]string, body string) resp {
+	e.t.Helper()
+	hr, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatalf("NewRequest %s %q: %v", method, path, err)
+	}
+	for k, v := range header {
+		hr.Header.Set(k, v)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Do(hr)
+	if err != nil {
+		e.t.Fatalf("%s %q: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatalf("reading body: %v", err)
+	}
+	return resp{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// TestIDAlphabet: the ids a client chooses (conversation ids on create,
+// message ids on post) are [A-Za-z0-9._-]{1,128} other than "." and "..":
+// others would be unreachable by their URL (path cleaning) or need
+// escaping in every path. They are refused with 400 before anything is
+// written (issue 14, item 12).
+func TestIDAlphabet(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createConv("ids", "alice")
+	long := strings.Repeat("x", 128)
+	for _, id := range []string{".", "..", "a/b", "a?b", "a#b", "a b", "a%2Fb", "a:b", "é", "a\\b", long + "x"} {
+		t.Run("conversation "+id, func(t *testing.T) {
+			e.t = t
+			e.must(e.do(req{method: "POST", path: "/v1/conversations", auth: user("alice"),
+				body: map[string]any{"id": id, "title": "t"}}), 400)
+			if _, err := e.locker.Get(context.Background(), convRes(id)); err == nil {
+				t.Fatalf("a refused create of %q registered a routing document", id)
+			}
+		})
+		t.Run("message "+id, func(t *testing.T) {
+			e.t = t
+			e.must(e.do(req{method: "POST", path: "/v1/conversations/ids/messages", auth: user("alice"),
+				body: map[string]any{"id": id, "text": "x"}}), 400)
+		})
+	}
+	e.t = t
+	if got := e.messages("ids", "alice", ""); len(got) != 0 {
+		t.Fatalf("refused posts wrote %v", ids(got))
+	}
+	// The whole alphabet is accepted and every id is reachable by its URL.
+	for _, id := range []string{"A.z_0-9", "...", ".a", "a.", "-", "_", long} {
+		e.createConv(id, "alice")
+		e.must(e.do(req{method: "GET", path: "/v1/conversations/" + id, auth: user("alice")}), 200)
+		e.post(id, "alice", id, "x")
+		e.must(e.do(req{method: "GET", path: "/v1/conversations/" + id + "/messages/" + id, auth: user("alice")}), 200)
+	}
+}
+
+// TestNoRedirects: no path is ever answered with a redirect (the mux's
+// path cleaning answered 307 with an HTML body); a path that is not
+// canonical is 400, an unknown route 404 and a wrong method 405 with its
+// own code, all in the JSON error shape (issue 14, item 12).
+func TestNoRedirects(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createConv("c1", "alice")
+	e.post("c1", "alice", "m1", "x")
+	auth := map[string]string{"Authorization": "Bearer " + user("alice")}
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/v1/conversations/..", 400},
+		{"GET", "/v1/conversations/.", 400},
+		{"GET", "/v1/conversations/c1/../c1", 400},
+		{"GET", "/v1/conversations/c1/./members", 400},
+		{"GET", "//v1/conversations/c1", 400},
+		{"GET", "/v1//conversations/c1", 400},
+		{"GET", "/v1/conversations/c1/messages/..", 400},
+		{"DELETE", "/v1/conversations/c1/messages/m1/..", 400},
+		{"POST", "/v1/conversations/c1/messages/../messages", 400},
+		{"GET", "/v1/conversations/c1/messages/m1/reactions/..", 400},
+		{"GET", "/healthz/..", 400},
+		{"GET", "/v1/conversations/c1/", 404},
+		{"GET", "/v1/conversations/", 404},
+		{"GET", "/v1", 404},
+		{"PUT", "/v1/conversations/c1/messages", 405},
+		{"DELETE", "/v1/conversations/c1", 405},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			e.t = t
+			r := e.raw(tc.method, tc.path, auth, "")
+			if r.status != tc.status {
+				t.Fatalf("status %s (Location %q), want %d", r, r.header.Get("Location"), tc.status)
+			}
+			eb := checkErrorShape(t, r)
+			if tc.status == 405 && (eb.Error.Code != "method_not_allowed" || r.header.Get("Allow") == "") {
+				t.Fatalf("405 with code %q and Allow %q", eb.Error.Code, r.header.Get("Allow"))
+			}
+			if loc := r.header.Get("Location"); loc != "" {
+				t.Fatalf("Location %q on a %d", loc, r.status)
+			}
+		})
+	}
+}
