@@ -43,7 +43,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg := sys.Config
 	fmt.Fprintf(stdout, "cutover dev: regions %s (write region %s)\n", strings.Join(cfg.Regions, ", "), cfg.Regions[0])
 	fmt.Fprintf(stdout, "  NATS      %s\n", sys.NATSURL)
-	fmt.Fprintf(stdout, "  HTTP API  %s   (try: curl -s -H 'Authorization: Bearer user:alice' -X POST %s/v1/conversations -d '{\"title\":\"hello\"}')\n", sys.APIURL, sys.APIURL)
+	fmt.Fprintf(stdout, "  HTTP API  %s   (try: curl -s -H 'Authorization: Bearer user:alice' -H 'Content-Type: application/json' -X POST %s/v1/conversations -d '{\"title\":\"hello\"}')\n", sys.APIURL, sys.APIURL)
 	fmt.Fprintf(stdout, "  data      %s\n", dir)
 	fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	select {

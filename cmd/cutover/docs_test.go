@@ -82,7 +82,8 @@ func TestAPIDocExamples(t *testing.T) {
 	}
 }
 
-// parseCurl turns the doc's curl subset (-s -i -H -X -d) into a request.
+// parseCurl turns the doc's curl subset (-s -i -H -X -d) into a request,
+// with curl's default Content-Type for a body.
 func parseCurl(t *testing.T, cmd string, vars map[string]string) *http.Request {
 	t.Helper()
 	var args []string
@@ -146,5 +147,9 @@ func parseCurl(t *testing.T, cmd string, vars map[string]string) *http.Request {
 		t.Fatalf("%v: %v", args, err)
 	}
 	req.Header = hdr
+	if body != "" && hdr.Get("Content-Type") == "" {
+		// What curl sends with -d or --data-binary unless told otherwise.
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
 	return req
 }

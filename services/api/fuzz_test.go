@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -37,6 +38,8 @@ import (
 //   - no handler panics (the server's recover would turn one into a 500 and
 //     log "api: panic");
 //   - no 5xx other than 503, and never a redirect (3xx);
+//   - a JSON route never accepts a body that is not UTF-8 (encoding/json
+//     would store U+FFFD in its place);
 //   - what a request creates is readable at its URL: the id of a 201 to
 //     POST /v1/conversations or .../messages is answered by a GET;
 //   - every 4xx and 503 has the JSON error shape {"error":{"code","message"}}
@@ -100,6 +103,10 @@ func handlerSeeds() []handlerSeed {
 		{"POST", "/v1/conversations/c1/messages", alice, "", `{"id":"","text":"x","media":["media/../../x"]}`},
 		{"POST", "/v1/conversations/c1/messages", alice, "", `["text"]`},
 		{"POST", "/v1/conversations/c1/messages", alice, "", "{\"text\":\"\xff\xfe\"}"},
+		{"POST", "/v1/conversations/c1/messages", alice, "", "{\"id\":\"k5\",\"text\":\"\xff\xfe\"}"},
+		{"POST", "/v1/conversations/c1/messages", alice, "", `{"id":"k6","text":"\ud800"}`},
+		{"PATCH", "/v1/conversations/c1/messages/m1", alice, "", "{\"text\":\"\xc3\"}"},
+		{"POST", "/v1/conversations", alice, "", "{\"title\":\"\xff\"}"},
 		{"POST", "/v1/conversations", alice, "", `{"id":"a/b","title":"t"}`},
 		{"POST", "/v1/conversations", alice, "", `{"id":"c1","title":"again"}`},
 		{"POST", "/v1/conversations", alice, "", `{"id":"n2","members":["\u0001"]}`},
@@ -287,6 +294,9 @@ func (fe *fuzzEnv) check(t *testing.T, method, path, auth, pin string, body []by
 	if out.status >= 300 && out.status < 400 {
 		t.Fatalf("redirect: %s %q -> %s (Location %q)", method, path, out, out.header.Get("Location"))
 	}
+	if out.status < 300 && jsonRoute(r) && !utf8.Valid(body) {
+		t.Fatalf("%s %q took a body that is not UTF-8 (%q) -> %s", method, path, body, out)
+	}
 	if out.status == http.StatusCreated {
 		fe.checkReachable(t, r, auth, out)
 	}
@@ -301,6 +311,16 @@ func (fe *fuzzEnv) check(t *testing.T, method, path, auth, pin string, body []by
 		t.Fatalf("rejected request changed state: %s %q (auth %q, pin %q, body %q) -> %s\nbefore %v\nafter  %v",
 			method, path, auth, pin, body, out, before, after)
 	}
+}
+
+// jsonRoute reports whether r goes to a route that reads a JSON body: a
+// POST, PATCH or PUT other than a media upload or a reaction.
+func jsonRoute(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodPatch, http.MethodPut:
+		return !strings.HasSuffix(r.URL.Path, "/media") && !strings.Contains(r.URL.Path, "/reactions/")
+	}
+	return false
 }
 
 // checkReachable asserts that the conversation or message a 201 created is

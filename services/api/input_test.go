@@ -115,3 +115,57 @@ func TestNoRedirects(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONBodies: a JSON body is UTF-8 or refused (encoding/json replaced
+// invalid bytes and unpaired surrogate escapes with U+FFFD and stored
+// that); a JSON route refuses a Content-Type that is not JSON with 415; no
+// Content-Type is taken as JSON (issue 14, item 13).
+func TestJSONBodies(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createConv("j", "alice", "bob")
+	e.post("j", "alice", "m1", "x")
+	base := "/v1/conversations/j"
+	routes := []struct{ method, path, body string }{
+		{"POST", "/v1/conversations", `{"id":"j2","title":%s}`},
+		{"POST", base + "/members", `{"user":%s}`},
+		{"POST", base + "/messages", `{"id":"m2","text":%s}`},
+		{"PATCH", base + "/messages/m1", `{"text":%s}`},
+		{"PUT", base + "/read", `{"message_id":%s}`},
+	}
+	before := e.do(req{method: "GET", path: base + "/messages", auth: user("alice")}).body
+	for _, rt := range routes {
+		for _, bad := range []string{"\"\xff\xfe\"", "\"a\xc3\"", `"\ud800"`, `"\udc00x"`, `"\ud800\u0041"`, `"\ud83d\\udc4d"`} {
+			t.Run(rt.method+" "+rt.path+" "+bad, func(t *testing.T) {
+				e.t = t
+				e.must(e.do(req{method: rt.method, path: rt.path, auth: user("alice"), body: strings.Replace(rt.body, "%s", bad, 1)}), 400)
+			})
+		}
+		for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+			"application/json; charset=iso-8859-1", "application/jsonx", "json", "application/json;;"} {
+			t.Run(rt.method+" "+rt.path+" "+ct, func(t *testing.T) {
+				e.t = t
+				e.must(e.do(req{method: rt.method, path: rt.path, auth: user("alice"), body: strings.Replace(rt.body, "%s", `"ok"`, 1),
+					header: map[string]string{"Content-Type": ct}}), 415)
+			})
+		}
+	}
+	e.t = t
+	if after := e.do(req{method: "GET", path: base + "/messages", auth: user("alice")}).body; string(after) != string(before) {
+		t.Fatalf("refused bodies changed the messages:\nbefore %s\nafter  %s", before, after)
+	}
+	if _, err := e.locker.Get(context.Background(), convRes("j2")); err == nil {
+		t.Fatal("a refused create registered a routing document")
+	}
+	// Valid UTF-8, literal or escaped (a surrogate pair), is stored as is;
+	// JSON Content-Types in any spelling, or none, are taken.
+	text := `"h\u00e9llo \ud83d\udc4d 👍 \ufffd"`
+	for i, ct := range []string{"", "application/json", "Application/JSON; charset=UTF-8", "application/json;charset=utf-8"} {
+		id := "u" + string(rune('0'+i))
+		var m message
+		e.must(e.do(req{method: "POST", path: base + "/messages", auth: user("alice"), body: `{"id":"` + id + `","text":` + text + `}`,
+			header: map[string]string{"Content-Type": ct}}), 201).decode(t, &m)
+		if want := "héllo 👍 👍 \uFFFD"; m.Text != want {
+			t.Fatalf("stored %q, want %q", m.Text, want)
+		}
+	}
+}
