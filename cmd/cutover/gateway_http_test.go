@@ -24,7 +24,30 @@ func TestGatewayHTTPEdges(t *testing.T) {
 			t.Errorf("GET %s: %d %q (Location %q), want 400 in the JSON error shape", p, st, body, h.Get("Location"))
 		}
 	}
+
+	// /metrics takes a service identity, like the validation routes.
+	for _, tc := range []struct {
+		name   string
+		h      http.Header
+		status int
+	}{
+		{"no token", nil, http.StatusUnauthorized},
+		{"user", alice, http.StatusForbidden},
+		{"bad secret", http.Header{"Authorization": {"Bearer svc:validator:nope"}}, http.StatusUnauthorized},
+	} {
+		st, h, body := rawGet(t, s.api+"/metrics", tc.h)
+		if st != tc.status || !jsonError(h, body) || strings.Contains(body, "cutover_") {
+			t.Errorf("/metrics, %s: %d %q, want %d in the JSON error shape", tc.name, st, body, tc.status)
+		}
+	}
+	if st, _, body := rawGet(t, s.api+"/metrics", metricsAuth); st != http.StatusOK || !strings.Contains(body, "cutover_http_responses_total") {
+		t.Errorf("/metrics with the service identity: %d %.200q", st, body)
+	}
 }
+
+// metricsAuth is what a scrape of the API's /metrics sends: the
+// validator's service identity with `cutover dev`'s default secret.
+var metricsAuth = http.Header{"Authorization": {"Bearer svc:validator:dev-secret"}}
 
 // rawGet sends a GET with the path as written and never follows a redirect.
 func rawGet(t *testing.T, url string, h http.Header) (int, http.Header, string) {

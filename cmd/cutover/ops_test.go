@@ -290,7 +290,7 @@ func TestOperatorCommands(t *testing.T) {
 		}
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			body := scrape(t, s.api+"/metrics")
+			body := scrape(t, s.api+"/metrics", metricsAuth)
 			missing := ""
 			for k, min := range want {
 				v, ok := sample(body, k)
@@ -310,9 +310,18 @@ func TestOperatorCommands(t *testing.T) {
 	})
 }
 
-func scrape(t *testing.T, url string) string {
+func scrape(t *testing.T, url string, header ...http.Header) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range header {
+		for k, v := range h {
+			req.Header[k] = v
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -369,7 +369,7 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 // ------------------------------------------------------------------ gateway
 
 func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("gateway", "gateway --regions a,b [--http ADDR] [--data DIR] [--nats URL] [--log-level L]\n\nThe user-facing HTTP API. In this codebase the API dispatches to in-process chat.Region objects,\nso a gateway also runs the listed regions' chat services (and serves their migration contract\nover NATS): gateway = services + API in one process. Do not also run `cutover service` for these\nregions. The first region is the routing bucket's write region and where new conversations are\ncreated; the others read their KV mirror (read replica). /metrics is served next to the API.", stdout)
+	fs := newFlags("gateway", "gateway --regions a,b [--http ADDR] [--data DIR] [--nats URL] [--log-level L]\n\nThe user-facing HTTP API. In this codebase the API dispatches to in-process chat.Region objects,\nso a gateway also runs the listed regions' chat services (and serves their migration contract\nover NATS): gateway = services + API in one process. Do not also run `cutover service` for these\nregions. The first region is the routing bucket's write region and where new conversations are\ncreated; the others read their KV mirror (read replica). /metrics is served next to the API,\nto service identities only (Authorization: Bearer svc:validator:<--service-secret>).", stdout)
 	rf := addRoleFlags(fs)
 	regions := fs.String("regions", "us-east,eu-west", "regions served, comma separated; the first is the write region")
 	addr := fs.String("http", "127.0.0.1:8080", "HTTP listen address of the API")
@@ -429,7 +429,7 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 		log.Info("gateway started", "regions", rs, "http", hs.Addr, "nats", ep.URL)
 		fmt.Fprintf(stdout, "cutover gateway: regions %s (write region %s), services + HTTP API\n", strings.Join(rs, ", "), rs[0])
 		fmt.Fprintf(stdout, "  NATS      %s\n", ep.URL)
-		fmt.Fprintf(stdout, "  HTTP API  http://%s   (/metrics too)\n", hs.Addr)
+		fmt.Fprintf(stdout, "  HTTP API  http://%s   (/metrics too, for service identities)\n", hs.Addr)
 		fmt.Fprintf(stdout, "  data      %s\n", dataLine(*data))
 		fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	})

@@ -146,7 +146,7 @@ func TestRolesTogether(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !strings.Contains(scrape(t, api+"/metrics"), metrics.MetricCacheHits) {
+	if !strings.Contains(scrape(t, api+"/metrics", metricsAuth), metrics.MetricCacheHits) {
 		t.Fatal("gateway /metrics lacks the routing cache metrics")
 	}
 	if got, err := alice.GetConversation(ctx, "roles"); err != nil || got.Region != "eu-west" {

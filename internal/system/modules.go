@@ -62,7 +62,8 @@ func Projection() fx.Option {
 	return fx.Options(fx.Provide(provideProjector), fx.Invoke(func(*projector.Projector) {}))
 }
 
-// API adds the user-facing HTTP API (with /metrics beside it).
+// API adds the user-facing HTTP API (with /metrics beside it, for service
+// identities).
 func API() fx.Option {
 	return fx.Options(fx.Provide(provideAPI, serveHTTP), fx.Invoke(func(*HTTPServer) {}))
 }
@@ -328,12 +329,13 @@ func provideAPI(cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker
 	return NewAPI(cfg, regions, rs, lk)
 }
 
-// serveHTTP serves the API and, on exactly /metrics, the metrics. No
-// http.ServeMux sits in front of the API: its path cleaning would answer
-// a path with a "." or ".." segment with a redirect in HTML, before the
-// API's JSON errors.
+// serveHTTP serves the API and, on exactly /metrics, the metrics for
+// service identities only (api.Server.ServiceOnly: the API's routes all
+// need authentication but /healthz). No http.ServeMux sits in front of
+// the API: its path cleaning would answer a path with a "." or ".."
+// segment with a redirect in HTML, before the API's JSON errors.
 func serveHTTP(lc fx.Lifecycle, cfg *Config, h *api.Server, m *metrics.Metrics, actors *Actors) *HTTPServer {
-	apiH, metricsH := m.Middleware(h), m.Handler()
+	apiH, metricsH := m.Middleware(h), h.ServiceOnly(m.Handler())
 	return listen(lc, actors, "HTTP API", cfg.HTTPAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			metricsH.ServeHTTP(w, r)

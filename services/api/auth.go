@@ -99,3 +99,28 @@ func bearer(r *http.Request) (string, error) {
 	}
 	return strings.TrimSpace(tok), nil
 }
+
+// ServiceOnly returns h behind the server's Authenticator for service
+// identities only: 401 without valid credentials, 403 for a user, 405 for
+// a method other than GET or HEAD, all in the API's JSON error shape. The
+// gateway serves /metrics through it (docs/api.md "Metrics"). Safe for
+// concurrent use.
+func (s *Server) ServiceOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			s.writeError(w, r, contract.Errorf(contract.CodeMethodNotAllowed, "method %s not allowed; allowed: GET, HEAD", r.Method))
+			return
+		}
+		who, err := s.cfg.Auth.Authenticate(r)
+		if err != nil {
+			s.writeError(w, r, authError(err))
+			return
+		}
+		if who.Kind != Service {
+			s.writeError(w, r, contract.Errorf(contract.CodeForbidden, "only service identities read %s", r.URL.Path))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

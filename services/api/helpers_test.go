@@ -70,6 +70,7 @@ type env struct {
 	regions map[string]*chat.Region
 	locker  *kvrouting.Locker
 	rv      *kvrouting.Resolver
+	api     *api.Server
 	srv     *httptest.Server
 }
 
@@ -121,6 +122,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if err != nil {
 		t.Fatalf("api.New: %v", err)
 	}
+	e.api = s
 	e.srv = httptest.NewServer(s)
 	t.Cleanup(e.srv.Close)
 	return e

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -166,6 +167,44 @@ func TestJSONBodies(t *testing.T) {
 			header: map[string]string{"Content-Type": ct}}), 201).decode(t, &m)
 		if want := "héllo 👍 👍 \uFFFD"; m.Text != want {
 			t.Fatalf("stored %q, want %q", m.Text, want)
+		}
+	}
+}
+
+// TestServiceOnly: the handler the API puts in front of /metrics takes a
+// service identity (401 without credentials, 403 for a user) and GET or
+// HEAD only, with the API's JSON errors (issue 14, item 14).
+func TestServiceOnly(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	h := e.api.ServiceOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "metric 1\n")
+	}))
+	for _, tc := range []struct {
+		method, auth string
+		status       int
+	}{
+		{"GET", "", 401},
+		{"GET", "Bearer user:alice", 403},
+		{"GET", "Bearer svc:validator:wrong", 401},
+		{"GET", "Bearer svc:other:" + svcSecret, 401},
+		{"POST", "Bearer svc:validator:" + svcSecret, 405},
+		{"GET", "Bearer svc:validator:" + svcSecret, 200},
+		{"HEAD", "Bearer svc:validator:" + svcSecret, 200},
+	} {
+		r := httptest.NewRequest(tc.method, "/metrics", nil)
+		if tc.auth != "" {
+			r.Header.Set("Authorization", tc.auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		out := resp{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+		if out.status != tc.status {
+			t.Fatalf("%s %q: %s, want %d", tc.method, tc.auth, out, tc.status)
+		}
+		if tc.status >= 400 {
+			checkErrorShape(t, out)
+		} else if tc.method == "GET" && string(out.body) != "metric 1\n" {
+			t.Fatalf("GET: %s", out)
 		}
 	}
 }
