@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/cutover/cutover/services/api"
 )
 
 // TestGatewayHTTPEdges: what the API's listener answers before or beside
@@ -42,6 +46,33 @@ func TestGatewayHTTPEdges(t *testing.T) {
 	}
 	if st, _, body := rawGet(t, s.api+"/metrics", metricsAuth); st != http.StatusOK || !strings.Contains(body, "cutover_http_responses_total") {
 		t.Errorf("/metrics with the service identity: %d %.200q", st, body)
+	}
+
+	// Headers are capped at api.MaxHeaderBytes (net/http allows 4 KiB of
+	// slack): the server refuses more with 431 before the API runs (in
+	// plain text, as documented).
+	big := alice.Clone()
+	big.Set("X-Padding", strings.Repeat("p", api.MaxHeaderBytes+8<<10))
+	if st, _, body := rawGet(t, s.api+"/v1/conversations/x", big); st != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a header of %d bytes: %d %.100q, want 431", api.MaxHeaderBytes+8<<10, st, body)
+	}
+	ok := alice.Clone()
+	ok.Set("X-Padding", strings.Repeat("p", api.MaxHeaderBytes/2))
+	if st, h, body := rawGet(t, s.api+"/v1/conversations/x", ok); st != http.StatusNotFound || !jsonError(h, body) {
+		t.Errorf("a header of %d bytes: %d %q, want the API's 404", api.MaxHeaderBytes/2, st, body)
+	}
+	// A header the HTTP layer cannot parse (a NUL byte) is its own 400.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.api, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Bad: a\x00b\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a NUL byte in a header: %v %v, want 400", resp, err)
 	}
 }
 

@@ -346,10 +346,11 @@ func serveHTTP(lc fx.Lifecycle, cfg *Config, h *api.Server, m *metrics.Metrics, 
 }
 
 // listen opens addr ("" = any free loopback port) when the app starts and
-// serves h on it as an actor.
+// serves h on it as an actor, with request headers capped at
+// api.MaxHeaderBytes (net/http's default is 1 MiB).
 func listen(lc fx.Lifecycle, actors *Actors, name, addr string, h http.Handler) *HTTPServer {
 	hs := &HTTPServer{}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: api.MaxHeaderBytes}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			a := addr

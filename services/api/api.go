@@ -30,6 +30,12 @@ const (
 	DefaultPageSize = 50
 )
 
+// MaxHeaderBytes caps the request line and headers of a request to the
+// API: the http.Server that serves it sets it as its MaxHeaderBytes
+// (internal/system). Beyond it the server answers 431 itself, before the
+// API runs, in plain text (docs/api.md "Errors").
+const MaxHeaderBytes = 64 << 10
+
 // RegionHeader pins a request to a region when Config.AllowRegionPin is set
 // (tests and the dev harness: it shows what a client routed to the wrong
 // region by stale routing gets). The Table 4 decision is still taken at the

@@ -39,7 +39,8 @@ import (
 //     log "api: panic");
 //   - no 5xx other than 503, and never a redirect (3xx);
 //   - a JSON route never accepts a body that is not UTF-8 (encoding/json
-//     would store U+FFFD in its place);
+//     would store U+FFFD in its place) or not an object (null decoded
+//     into nothing);
 //   - what a request creates is readable at its URL: the id of a 201 to
 //     POST /v1/conversations or .../messages is answered by a GET;
 //   - every 4xx and 503 has the JSON error shape {"error":{"code","message"}}
@@ -112,6 +113,8 @@ func handlerSeeds() []handlerSeed {
 		{"POST", "/v1/conversations", alice, "", `{"id":"n2","members":["\u0001"]}`},
 		{"POST", "/v1/conversations", alice, "", `{"id":"` + strings.Repeat("x", 300) + `"}`},
 		{"POST", "/v1/conversations", alice, "", `{"id":null,"title":null,"members":null}`},
+		{"POST", "/v1/conversations", alice, "", `null`},
+		{"PUT", "/v1/conversations/c1/read", bob, "", ` null`},
 		{"PATCH", "/v1/conversations/c1/messages/m1", bob, "", `{"text":"not mine"}`},
 		{"PUT", "/v1/conversations/c1/read", bob, "", `{"message_id":""}`},
 		{"POST", "/v1/conversations/c1/members", alice, "", `{"user":123}`},
@@ -294,8 +297,13 @@ func (fe *fuzzEnv) check(t *testing.T, method, path, auth, pin string, body []by
 	if out.status >= 300 && out.status < 400 {
 		t.Fatalf("redirect: %s %q -> %s (Location %q)", method, path, out, out.header.Get("Location"))
 	}
-	if out.status < 300 && jsonRoute(r) && !utf8.Valid(body) {
-		t.Fatalf("%s %q took a body that is not UTF-8 (%q) -> %s", method, path, body, out)
+	if out.status < 300 && jsonRoute(r) {
+		if !utf8.Valid(body) {
+			t.Fatalf("%s %q took a body that is not UTF-8 (%q) -> %s", method, path, body, out)
+		}
+		if t0 := bytes.TrimLeft(body, " \t\r\n"); len(t0) == 0 || t0[0] != '{' {
+			t.Fatalf("%s %q took a body that is not a JSON object (%q) -> %s", method, path, body, out)
+		}
 	}
 	if out.status == http.StatusCreated {
 		fe.checkReachable(t, r, auth, out)

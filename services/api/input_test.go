@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -205,6 +206,61 @@ func TestServiceOnly(t *testing.T) {
 			checkErrorShape(t, out)
 		} else if tc.method == "GET" && string(out.body) != "metric 1\n" {
 			t.Fatalf("GET: %s", out)
+		}
+	}
+}
+
+// TestNullBody: a JSON route takes an object; `null` decoded into nothing
+// and created a conversation with a generated id (issue 14, item 17).
+func TestNullBody(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createConv("n", "alice")
+	e.post("n", "alice", "m1", "x")
+	before := e.do(req{method: "GET", path: "/v1/conversations/n/messages", auth: user("alice")}).body
+	for _, rt := range []struct{ method, path string }{
+		{"POST", "/v1/conversations"},
+		{"POST", "/v1/conversations/n/members"},
+		{"POST", "/v1/conversations/n/messages"},
+		{"PATCH", "/v1/conversations/n/messages/m1"},
+		{"PUT", "/v1/conversations/n/read"},
+	} {
+		for _, body := range []string{"null", " \n\tnull \n", `"x"`, "1", "true", "[]"} {
+			t.Run(rt.method+" "+rt.path+" "+body, func(t *testing.T) {
+				e.t = t
+				e.must(e.do(req{method: rt.method, path: rt.path, auth: user("alice"), body: body}), 400)
+			})
+		}
+	}
+	e.t = t
+	if after := e.do(req{method: "GET", path: "/v1/conversations/n/messages", auth: user("alice")}).body; string(after) != string(before) {
+		t.Fatalf("refused bodies changed the messages:\nbefore %s\nafter  %s", before, after)
+	}
+	r := e.must(e.do(req{method: "GET", path: "/v1/conversations/n/members", auth: user("alice")}), 200)
+	if string(bytes.TrimSpace(r.body)) != `{"members":["alice"]}` {
+		t.Fatalf("members after refused bodies: %s", r)
+	}
+}
+
+// TestMediaServedAsAttachment: user media is served as a download in a
+// sandbox, never as a page of the API's origin: an HTML upload must not
+// run script there (issue 14, item 17).
+func TestMediaServedAsAttachment(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createConv("md", "alice", "bob")
+	for _, ct := range []string{"text/html", "image/svg+xml", "image/png"} {
+		var up struct{ ID string }
+		e.must(e.do(req{method: "POST", path: "/v1/conversations/md/media", auth: user("alice"),
+			body: "<script>alert(document.cookie)</script>", header: map[string]string{"Content-Type": ct}}), 201).decode(t, &up)
+		r := e.must(e.do(req{method: "GET", path: "/v1/media/" + up.ID, auth: user("bob")}), 200)
+		h := r.header
+		if cd := h.Get("Content-Disposition"); !strings.HasPrefix(cd, "attachment") {
+			t.Errorf("%s: Content-Disposition %q, want attachment", ct, cd)
+		}
+		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "sandbox") || !strings.Contains(csp, "default-src 'none'") {
+			t.Errorf("%s: Content-Security-Policy %q, want a sandbox with default-src 'none'", ct, csp)
+		}
+		if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Content-Type") != ct {
+			t.Errorf("%s: headers %v", ct, h)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 
@@ -69,7 +70,7 @@ func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request, who Identit
 }
 
 // getMedia: GET /v1/media/{id}, the raw bytes, for participants of the
-// owning conversation only.
+// owning conversation only, as an attachment in a CSP sandbox.
 func (s *Server) getMedia(w http.ResponseWriter, r *http.Request, who Identity) error {
 	mid := r.PathValue("id")
 	if err := chat.ValidID("media id", mid); err != nil {
@@ -92,6 +93,12 @@ func (s *Server) getMedia(w http.ResponseWriter, r *http.Request, who Identity) 
 	h := w.Header()
 	h.Set("Content-Type", b.ContentType)
 	h.Set("Content-Length", strconv.Itoa(len(b.Data)))
+	// User content on the API's origin: a download, never a page. A
+	// browser that renders it anyway (an <img> or a top-level visit of an
+	// HTML or SVG upload) does so in a sandbox that runs no script and
+	// loads nothing, and never sniffs another type.
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": mid}))
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private, no-store")
 	w.WriteHeader(http.StatusOK)

@@ -78,9 +78,10 @@ func authError(err error) error {
 
 // decodeJSON reads one JSON object into v: a JSON Content-Type or none
 // (415 otherwise), at most MaxBodyBytes (413 beyond), UTF-8 throughout
-// with no unpaired surrogate escape, no unknown fields, nothing after the
-// object (400). encoding/json would replace invalid UTF-8 and unpaired
-// surrogates with U+FFFD silently; the API refuses them instead.
+// with no unpaired surrogate escape, an object (not null or another
+// value), no unknown fields, nothing after the object (400).
+// encoding/json would replace invalid UTF-8 and unpaired surrogates with
+// U+FFFD silently; the API refuses them instead.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if err := jsonContentType(r.Header.Get("Content-Type")); err != nil {
 		return err
@@ -97,6 +98,11 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 	}
 	if unpairedSurrogate(body) {
 		return contract.Errorf(contract.CodeInvalid, "malformed JSON: a \\u escape of an unpaired UTF-16 surrogate")
+	}
+	// Decoding null into a struct is no error and changes nothing, so a
+	// null body would read as an empty object.
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] != '{' {
+		return contract.Errorf(contract.CodeInvalid, "malformed JSON: want an object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
