@@ -20,6 +20,14 @@ import (
 // part is idempotent. A release refused because the swap already happened
 // under our token means a crash separated the swap from its event: the
 // migration moves forward instead (DESIGN.md "Durability and hazards").
+//
+// When another migration holds the lock now ("not ours"), its target is
+// left alone, but the fence set under our token at the source still goes
+// (issue 14 #8): fences are per token, so clearing ours cannot remove
+// another's, and left in place it would refuse the next migration's fence
+// ("fence held") until it lapses. Only while the resource is at our target
+// is it kept: our swap may have happened and its event been lost, and
+// then our fence is the post-swap fence of the old location.
 func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.Resource, reason string) outcome {
 	tok := kvrouting.Token(st.Token)
 	ours := true
@@ -40,7 +48,15 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 			return waitFor(w.cfg.RetryBackoff)
 		}
 	}
-	if ours && st.Source != "" {
+	unfence := ours
+	if !ours {
+		doc, err := w.cfg.Locker.Get(ctx, res)
+		if err != nil {
+			return waitFor(w.cfg.RetryBackoff)
+		}
+		unfence = doc.Primary.Region != st.Target
+	}
+	if unfence && st.Source != "" {
 		eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
 		if err != nil {
 			return waitFor(w.cfg.RetryBackoff)
@@ -50,6 +66,8 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 				return waitFor(w.cfg.RetryBackoff)
 			}
 		}
+	}
+	if ours {
 		if _, err := w.cleanup(ctx, st, st.Target); err != nil {
 			return waitFor(w.cfg.RetryBackoff)
 		}
