@@ -33,11 +33,12 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 	ours := true
 	cached := w.cached(st)
 	w.remember(st, nil)
-	if _, err := w.cfg.Locker.Release(ctx, res, tok, cached); err != nil {
+	doc, err := w.cfg.Locker.Release(ctx, res, tok, cached)
+	if err != nil {
 		switch {
 		case errors.Is(err, kvrouting.ErrIllegalTransition):
-			doc, gerr := w.cfg.Locker.Get(ctx, res)
-			if gerr == nil && doc.Primary.Region == st.Target && doc.Secondary != nil && doc.Secondary.Lock.Token == tok {
+			cur, gerr := w.cfg.Locker.Get(ctx, res)
+			if gerr == nil && cur.Primary.Region == st.Target && cur.Secondary != nil && cur.Secondary.Lock.Token == tok {
 				return outcome{body: events.Swapped{}}
 			}
 			return waitFor(w.cfg.RetryBackoff)
@@ -50,11 +51,11 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 	}
 	unfence := ours
 	if !ours {
-		doc, err := w.cfg.Locker.Get(ctx, res)
+		cur, err := w.cfg.Locker.Get(ctx, res)
 		if err != nil {
 			return waitFor(w.cfg.RetryBackoff)
 		}
-		unfence = doc.Primary.Region != st.Target
+		unfence = cur.Primary.Region != st.Target
 	}
 	if unfence && st.Source != "" {
 		eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
@@ -67,7 +68,10 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 			}
 		}
 	}
-	if ours {
+	// Never ask a region to clean up while routing names it the primary or
+	// a migration's target (contract.Participant.Cleanup; each participant
+	// enforces it under its own lock, this spares the request).
+	if ours && (doc == nil || (doc.Primary.Region != st.Target && doc.Target != st.Target)) {
 		if _, err := w.cleanup(ctx, st, st.Target); err != nil {
 			return waitFor(w.cfg.RetryBackoff)
 		}

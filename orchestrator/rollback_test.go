@@ -11,14 +11,13 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
 // wrap replaces region's participant of svc with a flaky wrapper.
 func (e *env) wrap(region, svc string) *flaky {
-	f := &flaky{Participant: services.NewStoreParticipant(svc, e.stores[region][svc], services.StoreParticipantOptions{})}
+	f := &flaky{Participant: e.participant(region, svc)}
 	e.dir.Add(region, f)
 	return f
 }

@@ -41,7 +41,9 @@ type Endpoint interface {
 	SetFence(ctx context.Context, resource string, f Fence) error
 	// ClearFence clears the fence set under token.
 	ClearFence(ctx context.Context, resource, token string) error
-	// Cleanup deletes the resource's records at this region.
+	// Cleanup deletes the resource's records at this region, never while
+	// the region is the resource's primary or a migration's target
+	// (Participant.Cleanup).
 	Cleanup(ctx context.Context, resource string) (int, error)
 }
 

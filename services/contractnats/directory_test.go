@@ -13,6 +13,7 @@ import (
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
+	"github.com/cutover/cutover/services/contracttest"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -27,7 +28,9 @@ func TestDirectory(t *testing.T) {
 		for _, svc := range []string{"messages", "reactions"} {
 			st := openStore(t)
 			stores[region+"/"+svc] = st
-			e.serve(t, region, services.NewStoreParticipant(svc, st, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
+			// No routing document: the cleanup guard keeps nothing.
+			keep := services.RoutingCleanupGuard(contracttest.NewRouting(), region)
+			e.serve(t, region, services.NewStoreParticipant(svc, st, services.StoreParticipantOptions{KeepOnCleanup: keep}), contractnats.ServeOptions{})
 		}
 	}
 	servicesFor := func(kind string) []string {
