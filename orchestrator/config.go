@@ -61,7 +61,8 @@ type Config struct {
 	// RescheduleBackoff is the delay before a fresh attempt.
 	RescheduleBackoff time.Duration
 	// CleanupWindow is how long after the swap the source data is deleted
-	// (paper 001 §4.1.4: 15 days).
+	// (paper 001 §4.1.4: 15 days). It must not exceed the Locker's
+	// secondary lease, which the old location's post-swap fence lasts.
 	CleanupWindow time.Duration
 	// AckWait is the work consumer's ack wait: how soon a migration whose
 	// worker died is picked up again.
@@ -159,6 +160,11 @@ func (c *Config) EnsureDefaults() {
 func (c *Config) Validate() error {
 	if c.Locker == nil || c.Directory == nil {
 		return fmt.Errorf("%w: Locker and Directory are required", ErrInvalid)
+	}
+	if lease := c.Locker.Config().SecondaryLease; c.CleanupWindow > lease {
+		// The old location is cleaned up while its post-swap fence (the
+		// secondary lease) still holds: no stale write lands there unfenced.
+		return fmt.Errorf("%w: cleanup window %s longer than the secondary lease %s", ErrInvalid, c.CleanupWindow, lease)
 	}
 	for name, d := range map[string]time.Duration{"convergence buffer": c.ConvergenceBuffer, "replication bound": c.ReplicationBound,
 		"renew margin": c.RenewMargin, "validation budget": c.ValidationBudget, "ack wait": c.AckWait, "step timeout": c.StepTimeout} {

@@ -80,10 +80,17 @@ func mustEnv(tb testing.TB, lockMod ...func(*kvrouting.LockConfig)) *env {
 			}
 			tb.Cleanup(func() { _ = st.Close() })
 			e.stores[region][svc] = st
-			e.dir.Add(region, services.NewStoreParticipant(svc, st, services.StoreParticipantOptions{}))
+			e.dir.Add(region, e.participant(region, svc))
 		}
 	}
 	return e
+}
+
+// participant is the contract of svc at region over its store, its
+// cleanup guarded by the routing bucket (services.RoutingCleanupGuard).
+func (e *env) participant(region, svc string) *services.StoreParticipant {
+	return services.NewStoreParticipant(svc, e.stores[region][svc],
+		services.StoreParticipantOptions{KeepOnCleanup: services.RoutingCleanupGuard(e.locker, region)})
 }
 
 func (e *env) config() Config {

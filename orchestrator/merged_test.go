@@ -26,9 +26,10 @@ func eventTypes(h []*events.Envelope) []string {
 // schedule, in one synced append each (issue 7). When the piece a step adds fails, the step still
 // records what it did and the phase of its own does the rest: a fence that
 // fails in an escalation's step is set by the Fenced step, a post-swap
-// fence that fails after a passed validation leaves a Validated event and
-// the Validated phase swaps, a previous fence that cannot be cleared after
-// the swap leaves the CleanupScheduled step to clear it. Nothing is lost
+// fence that fails after the swap (it may go up only once the swap is
+// committed, issue 14 #3) leaves a Swapped event without a cleanup
+// schedule and the Swapped phase sets it, a previous fence that cannot be
+// cleared after the swap leaves the CleanupScheduled step to clear it. Nothing is lost
 // and no step is counted as a failure.
 func TestMergedStepsFallBack(t *testing.T) {
 	e := mustEnv(t)
@@ -38,12 +39,12 @@ func TestMergedStepsFallBack(t *testing.T) {
 	var fences atomic.Int32
 	us.onFence = func(contract.Fence) error {
 		// 1: the hard-delete fence in the escalation's step; 3: the write
-		// fence in its escalation's step; 5: the post-swap fence in the step
-		// that copied the last deltas (it records them alone); 6: the
-		// post-swap fence after the next step's validation (it records the
-		// validation alone). Each is then set by a step of its own.
+		// fence in its escalation's step; 5: the post-swap fence in the
+		// step that copied the last deltas, validated and swapped (it
+		// records all that, without a cleanup schedule). Each is then set
+		// by a step of its own.
 		switch fences.Add(1) {
-		case 1, 3, 5, 6:
+		case 1, 3, 5:
 			return errors.New("fence refused (test)")
 		}
 		return nil
@@ -60,8 +61,8 @@ func TestMergedStepsFallBack(t *testing.T) {
 	h := e.history(id1)
 	want := []string{events.TypeRequested, events.TypePreLocked,
 		events.TypeHardDeleteLocked, events.TypeFenced, events.TypePagesCopied,
-		events.TypeWriteLocked, events.TypeFenced, events.TypeDeltasCopied,
-		events.TypeValidated, events.TypeSwapped, events.TypeCompleted}
+		events.TypeWriteLocked, events.TypeFenced, events.TypeSwapped,
+		events.TypeCleanupScheduled, events.TypeCompleted}
 	if got := eventTypes(h); !slices.Equal(got, want) {
 		t.Fatalf("events\n got %v\nwant %v", got, want)
 	}
@@ -76,8 +77,8 @@ func TestMergedStepsFallBack(t *testing.T) {
 				t.Fatalf("WriteLocked %+v at %s: want the lock alone, written before the event", b, ev.Time)
 			}
 		case events.Swapped:
-			if b.Validation != nil || b.CleanupAt.IsZero() {
-				t.Fatalf("Swapped %+v: the validation had its own event; no previous fence to clear", b)
+			if b.Validation == nil || !b.Validation.OK || len(b.Deltas) == 0 || !b.CleanupAt.IsZero() {
+				t.Fatalf("Swapped %+v: want the deltas and the validation, no cleanup schedule (the post-swap fence failed)", b)
 			}
 		}
 	}

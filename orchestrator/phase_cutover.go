@@ -76,17 +76,18 @@ func (w *Worker) lastDeltaValidateSwap(ctx context.Context, st *events.State, re
 	return o
 }
 
-// swap fences the old location for after the swap and swaps (Algorithm 1
-// line 19); only cutover calls it. v is the validation this step has just passed, recorded in the
-// Swapped event (nil when a Validated event recorded it). A transient
-// failure after such a validation records the validation (the Validated
-// phase then retries the swap and counts its failures); a lost or expired
-// lock rolls back.
+// swap fences the source and swaps (Algorithm 1 line 19), then keeps the
+// old location fenced for as long as it is the locked secondary; only
+// cutover calls it. v is the validation this step has just passed,
+// recorded in the Swapped event (nil when a Validated event recorded it).
+// A transient failure after such a validation records the validation (the
+// Validated phase then retries the swap and counts its failures); a lost
+// or expired lock rolls back.
 //
 // When the swap is done the step also clears the previous migration's
 // post-swap fence at the new primary and schedules the cleanup, so one
-// Swapped event records all of it; if the clear fails, the Swapped phase
-// retries it.
+// Swapped event records all of it; if the post-swap fence or the clear
+// fails, the Swapped phase retries them.
 func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resource, v *events.Validated) outcome {
 	fail := func(o outcome) outcome {
 		if _, transient := o.body.(events.StepFailed); transient && v != nil {
@@ -94,27 +95,34 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 		}
 		return o
 	}
-	// The old location's post-swap fence goes up BEFORE the swap: the
-	// write fence of Phase 3 ends with the write lock, and a post-swap
-	// fence set in a later step left a gap after a slow swap in which a
-	// stale cache could land a write at the old location (found by
-	// `cutover chaos`: an acknowledged write lost). If the swap then
-	// fails, the rollback clears it (and retires the token, so a late
-	// copy of this request cannot fence the source again).
+	// The source's write fence of Phase 3 is up (the delta starts only
+	// after it) and expires with the write lock. Until the swap commits
+	// the source is the primary, and a fence may outlive the write lock
+	// only once the swap is committed: a migration that stalls here must
+	// not refuse users at the primary for the secondary lease, long after
+	// the routing lock lapsed (issue 14 #3). If the swap fails, the
+	// rollback clears the fence (and retires the token, so a late fence
+	// request of this attempt cannot fence the source again).
 	if o, bad := w.verify(ctx, st, res); bad {
 		return fail(o)
 	}
-	if _, err := w.fence(ctx, st, contract.FenceWrite, w.cfg.Clock().Add(w.cfg.Locker.Config().SecondaryLease)); err != nil {
-		return fail(w.transient(st, err))
-	}
 	// Line 19: ONE conditional write. A swap replayed after a crash is
 	// recognised by kvrouting (our token on the old location).
-	_, err := w.cfg.Locker.Swap(ctx, res, kvrouting.Token(st.Token), w.cached(st))
+	d, err := w.cfg.Locker.Swap(ctx, res, kvrouting.Token(st.Token), w.cached(st))
 	if o, bad := w.lockErr(ctx, st, res, err); bad {
 		return fail(o)
 	}
 	w.remember(st, nil) // the lock is gone: nothing more to cache
+	// Committed: the old location's post-swap fence goes up in this same
+	// step, before the write fence lapses with the write lock. A post-swap
+	// fence set only in a later step left a gap after a slow swap in which
+	// a stale cache could land a write at the old location (found by
+	// `cutover chaos`: an acknowledged write lost).
 	ev := events.Swapped{Validation: v}
+	if err := w.fencePostSwap(ctx, st, d); err != nil {
+		w.log.Warn("post-swap fence deferred to its own step", "migration", st.ID, "err", err)
+		return outcome{body: ev}
+	}
 	if err := w.clearPreviousFence(ctx, st); err == nil {
 		ev.CleanupAt = w.cfg.Clock().Add(w.cfg.CleanupWindow) // line 20
 	} else {
@@ -123,16 +131,39 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 	return outcome{body: ev}
 }
 
+// fencePostSwap keeps the old location (st.Source) write-fenced for as
+// long as it is the locked secondary of the swapped document d (nil: the
+// secondary lease from now). Only a committed swap may do so (issue 14 #3).
+func (w *Worker) fencePostSwap(ctx context.Context, st *events.State, d *kvrouting.Document) error {
+	expiry := w.cfg.Clock().Add(w.cfg.Locker.Config().SecondaryLease)
+	if d != nil && d.Secondary != nil && !d.Secondary.Lock.Expiry.IsZero() {
+		expiry = d.Secondary.Lock.Expiry
+	}
+	_, err := w.fence(ctx, st, contract.FenceWrite, expiry)
+	return err
+}
+
 // scheduleCleanup is the Swapped phase, a swap recorded without a cleanup
-// schedule (its step could not clear the previous migration's post-swap
-// fence, or a rollback found the swap done): clear that fence, then
-// schedule the source cleanup (Algorithm 1 line 20). The old location is already write-fenced
-// (locked secondary) until the source is cleaned up: the fence went up
-// before the swap. Moving back: the previous migration left its post-swap
-// fence at what is now our primary. Our swap made that region
-// authoritative, so the fence must go, or users would get 423 there until
-// it lapses.
+// schedule (its step could not set the post-swap fence or clear the
+// previous migration's, or a rollback found the swap done): fence the old
+// location as the locked secondary it now is, clear the previous fence,
+// then schedule the source cleanup (Algorithm 1 line 20). The post-swap
+// fence is set only while the routing document still shows our token on
+// the old location: once that lock has moved on, so has the resource.
+// Moving back: the previous migration left its post-swap fence at what is
+// now our primary. Our swap made that region authoritative, so the fence
+// must go, or users would get 423 there until it lapses.
 func (w *Worker) scheduleCleanup(ctx context.Context, st *events.State) outcome {
+	res, _ := kvrouting.ParseResource(st.Resource)
+	d, err := w.cfg.Locker.Get(ctx, res)
+	if err != nil && !errors.Is(err, kvrouting.ErrNotFound) {
+		return w.transient(st, err)
+	}
+	if err == nil && d.Secondary != nil && d.Secondary.Region == st.Source && d.Secondary.Lock.Token == kvrouting.Token(st.Token) {
+		if err := w.fencePostSwap(ctx, st, d); err != nil {
+			return w.transient(st, err)
+		}
+	}
 	if err := w.clearPreviousFence(ctx, st); err != nil {
 		return w.transient(st, err)
 	}

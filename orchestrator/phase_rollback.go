@@ -20,16 +20,25 @@ import (
 // part is idempotent. A release refused because the swap already happened
 // under our token means a crash separated the swap from its event: the
 // migration moves forward instead (DESIGN.md "Durability and hazards").
+//
+// When another migration holds the lock now ("not ours"), its target is
+// left alone, but the fence set under our token at the source still goes
+// (issue 14 #8): fences are per token, so clearing ours cannot remove
+// another's, and left in place it would refuse the next migration's fence
+// ("fence held") until it lapses. Only while the resource is at our target
+// is it kept: our swap may have happened and its event been lost, and
+// then our fence is the post-swap fence of the old location.
 func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.Resource, reason string) outcome {
 	tok := kvrouting.Token(st.Token)
 	ours := true
 	cached := w.cached(st)
 	w.remember(st, nil)
-	if _, err := w.cfg.Locker.Release(ctx, res, tok, cached); err != nil {
+	doc, err := w.cfg.Locker.Release(ctx, res, tok, cached)
+	if err != nil {
 		switch {
 		case errors.Is(err, kvrouting.ErrIllegalTransition):
-			doc, gerr := w.cfg.Locker.Get(ctx, res)
-			if gerr == nil && doc.Primary.Region == st.Target && doc.Secondary != nil && doc.Secondary.Lock.Token == tok {
+			cur, gerr := w.cfg.Locker.Get(ctx, res)
+			if gerr == nil && cur.Primary.Region == st.Target && cur.Secondary != nil && cur.Secondary.Lock.Token == tok {
 				return outcome{body: events.Swapped{}}
 			}
 			return waitFor(w.cfg.RetryBackoff)
@@ -40,7 +49,15 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 			return waitFor(w.cfg.RetryBackoff)
 		}
 	}
-	if ours && st.Source != "" {
+	unfence := ours
+	if !ours {
+		cur, err := w.cfg.Locker.Get(ctx, res)
+		if err != nil {
+			return waitFor(w.cfg.RetryBackoff)
+		}
+		unfence = cur.Primary.Region != st.Target
+	}
+	if unfence && st.Source != "" {
 		eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
 		if err != nil {
 			return waitFor(w.cfg.RetryBackoff)
@@ -50,6 +67,11 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 				return waitFor(w.cfg.RetryBackoff)
 			}
 		}
+	}
+	// Never ask a region to clean up while routing names it the primary or
+	// a migration's target (contract.Participant.Cleanup; each participant
+	// enforces it under its own lock, this spares the request).
+	if ours && (doc == nil || (doc.Primary.Region != st.Target && doc.Target != st.Target)) {
 		if _, err := w.cleanup(ctx, st, st.Target); err != nil {
 			return waitFor(w.cfg.RetryBackoff)
 		}

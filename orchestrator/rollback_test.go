@@ -4,20 +4,20 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
 // wrap replaces region's participant of svc with a flaky wrapper.
 func (e *env) wrap(region, svc string) *flaky {
-	f := &flaky{Participant: services.NewStoreParticipant(svc, e.stores[region][svc], services.StoreParticipantOptions{})}
+	f := &flaky{Participant: e.participant(region, svc)}
 	e.dir.Add(region, f)
 	return f
 }
@@ -225,5 +225,98 @@ func TestPartialPageFailure(t *testing.T) {
 	}
 	if n := countType(e.history(id2), events.TypeStepFailed); n != 1 {
 		t.Fatalf("%d StepFailed events, want 1", n)
+	}
+}
+
+// A rollback that finds the routing lock held by another migration ("not
+// ours") still clears the fence it set under its own token at the source
+// (fences are per token: clearing ours cannot remove another's), so the
+// next migration can fence the source at once instead of getting "fence
+// held" until ours lapses (issue 14 #8).
+func TestRollbackNotOursClearsItsFence(t *testing.T) {
+	e := mustEnv(t)
+	const res = "conv/notours"
+	e.seed(res, 5)
+	f := e.wrap("us", "messages")
+	exporting, unblock := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	f.onExport = func(req contract.ExportRequest) error {
+		if req.Mode == contract.Historical {
+			once.Do(func() {
+				close(exporting)
+				<-unblock
+			})
+		}
+		return nil
+	}
+	e.startWorker(e.config())
+	ctx := context.Background()
+	id, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exporting:
+	case <-time.After(20 * time.Second):
+		close(unblock)
+		t.Fatal("no historical export")
+	}
+	st, _, err := Load(ctx, e.nc, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range testServices {
+		if fe, err := e.stores["us"][svc].GetFence(res); err != nil || fe.Token != st.Token || !fe.Active(time.Now()) {
+			close(unblock)
+			t.Fatalf("%s: fence %v %v, want ours", svc, fe.Level, err)
+		}
+	}
+	// An operator force-releases the lock (the admin escape hatch, paper
+	// 000 §8) and another migration takes it before ours notices.
+	r, _ := kvrouting.ParseResource(res)
+	if _, err := e.locker.ForceRelease(ctx, r, []string{"alice", "bob"}); err != nil {
+		close(unblock)
+		t.Fatal(err)
+	}
+	g, err := e.locker.PreLock(ctx, r, "eu", "other-migration")
+	close(unblock)
+	if err != nil {
+		t.Fatalf("pre-lock after the force-release: %v", err)
+	}
+	end := e.waitDone(id, 20*time.Second)
+	if end.Status != events.StatusFailed || end.Reason != "locked by another migration" {
+		t.Fatalf("status %s (%s)", end.Status, end.Reason)
+	}
+	var rb *events.RolledBack
+	for _, ev := range e.history(id) {
+		if b, ok := ev.Body.(events.RolledBack); ok {
+			rb = &b
+		}
+	}
+	if rb == nil || !strings.Contains(rb.Reason, "lock lost") {
+		t.Fatalf("rollback %+v, want one for the lost lock", rb)
+	}
+	for _, svc := range testServices {
+		next := contract.FenceFor(contract.FenceHardDelete, string(g.Token), time.Now().Add(time.Hour), 0)
+		if err := e.stores["us"][svc].SetFence(res, next); err != nil {
+			fe, _ := e.stores["us"][svc].GetFence(res)
+			t.Errorf("%s: the next migration's fence: %v (the rolled-back attempt's fence ours=%v until %s)", svc, err, fe.Token == st.Token, fe.Expiry.Format(time.RFC3339))
+		}
+	}
+}
+
+// TestCleanupWindowWithinSecondaryLease: the source is cleaned up only
+// while its post-swap fence (the secondary lease) still holds, so a
+// cleanup window longer than the secondary lease is refused (issue 14 #8).
+func TestCleanupWindowWithinSecondaryLease(t *testing.T) {
+	e := mustEnv(t)
+	cfg := e.config()
+	cfg.CleanupWindow = e.locker.Config().SecondaryLease + time.Second
+	if _, err := NewWorker(e.nc, e.js, cfg); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("cleanup window %s with a %s secondary lease: %v, want ErrInvalid", cfg.CleanupWindow, e.locker.Config().SecondaryLease, err)
+	}
+	cfg.CleanupWindow = e.locker.Config().SecondaryLease
+	if _, err := NewWorker(e.nc, e.js, cfg); err != nil {
+		t.Fatalf("cleanup window equal to the secondary lease: %v", err)
 	}
 }

@@ -222,9 +222,11 @@ func (w *Worker) handleCommand(ctx context.Context, m jetstream.Msg) {
 }
 
 // start creates a migration: Requested (with the freshly generated token,
-// persisted BEFORE any lock is attempted) then its work message.
+// persisted BEFORE any lock is attempted) then its work message; or, when
+// nothing serves the target (admission.go), Requested and Failed at once.
 func (w *Worker) start(ctx context.Context, env *events.Envelope, b events.Start) error {
-	if _, err := kvrouting.ParseResource(b.Resource); err != nil {
+	res, err := kvrouting.ParseResource(b.Resource)
+	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	id := b.MigrationID
@@ -237,6 +239,9 @@ func (w *Worker) start(ctx context.Context, env *events.Envelope, b events.Start
 	attempt := max(b.Attempt, 1)
 	body := events.Requested{Resource: b.Resource, Target: b.Target, Parent: b.Parent, Tenant: b.Tenant,
 		Attempt: attempt, MaxAttempts: max(w.cfg.MaxAttempts, attempt), Token: string(kvrouting.NewToken())}
+	if reason := w.unserved(ctx, res.Kind, b.Target); reason != "" {
+		return w.refuse(ctx, id, env.ID, body, reason)
+	}
 	return w.create(ctx, id, env.ID, body)
 }
 

@@ -7,14 +7,25 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 )
 
+// RoutingReader reads a resource's routing document from the leader
+// (*kvrouting.Locker is one). Errors: kvrouting.ErrNotFound, and any other
+// read error.
+type RoutingReader interface {
+	Get(ctx context.Context, res kvrouting.Resource) (*kvrouting.Document, error)
+}
+
+var _ RoutingReader = (*kvrouting.Locker)(nil)
+
 // RoutingCleanupGuard returns a StoreParticipantOptions.KeepOnCleanup that
 // keeps a resource's records at region while its routing document, read
 // from the leader, names region as the primary or as a migration's target:
-// the resource came back here, or is coming back. The source cleanup of an
-// earlier migration then deletes nothing, however late its request
-// arrives. A resource without a routing document is not kept; a read error
-// fails the cleanup (the orchestrator retries it).
-func RoutingCleanupGuard(lk *kvrouting.Locker, region string) func(ctx context.Context, resource string) (bool, error) {
+// the contract's rule for Cleanup (contract.Participant.Cleanup). The
+// resource came back here, or is coming back, or never left: the source
+// cleanup of an earlier migration, or a rollback's target cleanup, then
+// deletes nothing, however late its request arrives. A resource without a
+// routing document is not kept; a read error fails the cleanup (the
+// orchestrator retries it).
+func RoutingCleanupGuard(lk RoutingReader, region string) func(ctx context.Context, resource string) (bool, error) {
 	return func(ctx context.Context, resource string) (bool, error) {
 		res, err := kvrouting.ParseResource(resource)
 		if err != nil {

@@ -16,11 +16,12 @@ type StoreParticipantOptions struct {
 	// MaxPageBytes caps the encoded size of a page's record data (default
 	// 512 KiB) so a page always fits a NATS message.
 	MaxPageBytes int
-	// KeepOnCleanup, when set, is asked under the store's resource lock
-	// before Cleanup deletes anything: true keeps the records (Cleanup
-	// returns 0). Deployments answer from routing: "this region is the
-	// resource's primary again, or a migration's target" (see
-	// RoutingCleanupGuard).
+	// KeepOnCleanup is asked under the store's resource lock before
+	// Cleanup deletes anything: true keeps the records (Cleanup returns 0).
+	// It answers from routing: "this region is the resource's primary, or
+	// a migration's target" (RoutingCleanupGuard), the contract's rule for
+	// Cleanup (contract.Participant.Cleanup). Required for Cleanup: without
+	// it Cleanup deletes nothing and fails with CodeInternal.
 	KeepOnCleanup func(ctx context.Context, resource string) (bool, error)
 }
 
@@ -188,11 +189,17 @@ func (p *StoreParticipant) ClearFence(ctx context.Context, resource, token strin
 	return toErr(p.st.ClearFence(resource, token))
 }
 
-// Cleanup implements contract.Participant.
+// Cleanup implements contract.Participant: it deletes nothing while
+// KeepOnCleanup says the region is the resource's primary or a migration's
+// target, and nothing at all without KeepOnCleanup (CodeInternal).
 func (p *StoreParticipant) Cleanup(ctx context.Context, resource string) (int, error) {
-	var keep func() (bool, error)
-	if g := p.opts.KeepOnCleanup; g != nil {
-		keep = func() (bool, error) { return g(ctx, resource) }
+	g := p.opts.KeepOnCleanup
+	keep := func() (bool, error) {
+		if g == nil {
+			return false, contract.Errorf(contract.CodeInternal,
+				"cleanup of %s by %s: no cleanup guard (StoreParticipantOptions.KeepOnCleanup) to tell whether this region is its primary", resource, p.service)
+		}
+		return g(ctx, resource)
 	}
 	n, _, err := p.st.DeleteAllUnless(resource, keep)
 	return n, toErr(err)

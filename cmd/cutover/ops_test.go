@@ -244,6 +244,26 @@ func TestOperatorCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("migrate start to a region nothing serves", func(t *testing.T) {
+		if _, err := alice.CreateConversation(ctx, client.NewConversation{ID: "ops3", Title: "nowhere"}); err != nil {
+			t.Fatal(err)
+		}
+		res := kvrouting.Resource{Kind: "conv", ID: "ops3"}
+		before, err := s.lk.Get(ctx, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := run(t, "migrate", "start", "conv/ops3", "--to", "mars", "--wait", "--nats", s.nats, "--timeout", "30s")
+		if code == 0 || !strings.Contains(errs, `region "mars" is not served`) {
+			t.Fatalf("exit %d, want a refusal naming the region: %s\n%s", code, errs, out)
+		}
+		oneLineErr(t, "unserved region", errs)
+		after, err := s.lk.Get(ctx, res)
+		if err != nil || after.Revision != before.Revision {
+			t.Fatalf("routing revision %d → %d (%v): a refused start wrote it", before.Revision, after.Revision, err)
+		}
+	})
+
 	t.Run("migrate tenant", func(t *testing.T) {
 		var lines []string
 		for i := 0; i < 20; i++ {

@@ -32,9 +32,11 @@ type StartRequest struct {
 // Start asks the orchestrator to migrate r.Resource and prints the
 // migration id, or with r.Wait follows it to its end. It returns an error
 // wrapping ErrUsage for a bad resource or target, before connecting; any
-// other error when the deployment cannot be reached, the orchestrator
-// refuses, following gives up, or the migration fails. Any goroutine may
-// call it; each call has its own connection.
+// other error when the deployment cannot be reached, no contract service
+// answers in the target region, the orchestrator refuses, following gives
+// up, or the migration fails (a start the orchestrator refuses ends
+// Failed with its reason). Any goroutine may call it; each call has its
+// own connection.
 func Start(ctx context.Context, r StartRequest, stdout, stderr io.Writer) error {
 	res, err := parseResource(r.Resource)
 	if err != nil {
@@ -48,6 +50,9 @@ func Start(ctx context.Context, r StartRequest, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer o.Close()
+	if err := checkServed(ctx, o, r.Target); err != nil {
+		return err
+	}
 	id, err := o.orch.Start(ctx, events.Start{Resource: res.String(), Target: r.Target})
 	if err != nil {
 		return fmt.Errorf("start: %w", err)

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cutover/cutover/events"
 )
 
 // TestUsageErrors: a bad request is a usage error, found before any
@@ -57,5 +60,46 @@ func TestTenantResourcesFile(t *testing.T) {
 	}
 	if _, err := tenantResources("", f); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), f+":3") {
 		t.Fatalf("bad line: %v", err)
+	}
+}
+
+// TestRolledBackShows: a migration retrying after a rollback does not
+// look like one that is simply active: the status says so (issue 14 #15).
+func TestRolledBackShows(t *testing.T) {
+	for _, st := range []*events.State{
+		{ID: "m1", Resource: "conv/t1", Source: "us-east", Target: "eu-west", Phase: events.PhaseRolledBack, Status: events.StatusActive,
+			Attempt: 1, MaxAttempts: 3, Reason: "3 transient failures in historical-copy: unavailable"},
+		{ID: "m2", Resource: "conv/t2", Target: "eu-west", Phase: events.PhaseRequested, Status: events.StatusActive,
+			Attempt: 2, MaxAttempts: 3, Reason: "3 transient failures in historical-copy: unavailable"},
+	} {
+		var b strings.Builder
+		printState(&b, st)
+		if !strings.Contains(b.String(), "rolled back") {
+			t.Errorf("%s in phase %s, attempt %d: the status does not say it rolled back:\n%s", st.ID, st.Phase, st.Attempt, b.String())
+		}
+		if !toStateJSON(st, 1).Retrying {
+			t.Errorf("%s: --json does not say it is retrying", st.ID)
+		}
+	}
+	// Each rolled-back attempt, from the history, with its phase and reason.
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := []*events.Envelope{
+		{Type: events.TypeStepFailed, Time: at, Body: events.StepFailed{Phase: events.PhaseHistorical, Error: "unavailable"},
+			State: &events.State{Attempt: 1}},
+		{Type: events.TypeRolledBack, Time: at, Body: events.RolledBack{Reason: "3 transient failures", Phase: events.PhaseHistorical},
+			State: &events.State{Attempt: 1, Phase: events.PhaseRolledBack}},
+	}
+	rbs := rollbacksOf(h)
+	if len(rbs) != 1 || rbs[0].Attempt != 1 || rbs[0].Phase != string(events.PhaseHistorical) || rbs[0].Reason != "3 transient failures" {
+		t.Fatalf("rollbacks %+v", rbs)
+	}
+	var b strings.Builder
+	printRollbacks(&b, rbs)
+	if want := "rolled back attempt 1 in historical-copy at 2025-01-02T03:04:05Z: 3 transient failures\n"; b.String() != want {
+		t.Fatalf("rollback row %q, want %q", b.String(), want)
+	}
+	done := &events.State{ID: "m3", Phase: events.PhaseDone, Status: events.StatusCompleted, Attempt: 2, MaxAttempts: 3}
+	if rolledBack(done) != 0 || statusWord(done) != "completed" {
+		t.Fatalf("an ended migration: %d rolled back, status %q", rolledBack(done), statusWord(done))
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 	"time"
+
+	"github.com/cutover/cutover/events"
 )
 
 // StatusRequest is `cutover migrate status`: one migration's state, or the
@@ -29,7 +31,10 @@ type StatusRequest struct {
 // just-started one), or with r.List a table of the recent migrations. It
 // returns an error wrapping ErrUsage for a malformed id or a negative
 // limit, before connecting; any other error when the deployment cannot be
-// reached or the migration is unknown. Any goroutine may call it.
+// reached or the migration is unknown. A migration that has rolled back
+// shows it: its status says it is retrying and how many attempts rolled
+// back, and one row (JSON: rollbacks) per rolled-back attempt gives its
+// phase and reason. Any goroutine may call it.
 func Status(ctx context.Context, r StatusRequest, stdout io.Writer) error {
 	if !r.List {
 		if err := parseMigrationID(r.ID); err != nil {
@@ -49,10 +54,21 @@ func Status(ctx context.Context, r StatusRequest, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		var rbs []RollbackJSON
+		if st.Attempt > 1 || st.Phase == events.PhaseRolledBack || st.Status.Terminal() {
+			h, err := o.orch.History(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			rbs = rollbacksOf(h)
+		}
 		if r.JSON {
-			return writeJSON(stdout, toStateJSON(st, seq))
+			j := toStateJSON(st, seq)
+			j.Rollbacks = rbs
+			return writeJSON(stdout, j)
 		}
 		printState(stdout, st)
+		printRollbacks(stdout, rbs)
 		return nil
 	}
 	lasts, err := lastEvents(ctx, o.js)
@@ -88,7 +104,7 @@ func Status(ctx context.Context, r StatusRequest, stdout io.Writer) error {
 		if st.Fanout != nil {
 			what = fmt.Sprintf("tenant %s (%d/%d)", st.Fanout.Tenant, st.Fanout.Finished(), len(st.Fanout.Resources))
 		}
-		fmt.Fprintf(stdout, "%-32s  %-28s  %-20s  %-18s  %-9s  %-14s  %s\n", st.ID, what, route(st), st.Phase, st.Status,
+		fmt.Fprintf(stdout, "%-32s  %-28s  %-20s  %-18s  %-9s  %-14s  %s\n", st.ID, what, route(st), st.Phase, statusWord(st),
 			row.env.Time.UTC().Format("01-02 15:04:05"), st.Reason)
 	}
 	return nil

@@ -42,8 +42,9 @@ type TenantRequest struct {
 // terminal, one line per finished resource otherwise. It returns an error
 // wrapping ErrUsage for a bad tenant, target, concurrency or resource list,
 // before connecting; any other error when the deployment cannot be
-// reached, the orchestrator refuses, following gives up, or any of the
-// migrations failed. Any goroutine may call it.
+// reached, no contract service answers in the target region, the
+// orchestrator refuses, following gives up, or any of the migrations
+// failed. Any goroutine may call it.
 func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer) error {
 	tenant := r.Tenant
 	if strings.TrimSpace(tenant) == "" {
@@ -64,6 +65,9 @@ func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer)
 		return err
 	}
 	defer o.Close()
+	if err := checkServed(ctx, o, r.Target); err != nil {
+		return err
+	}
 	id, err := o.orch.StartTenant(ctx, events.StartTenant{Tenant: tenant, Target: r.Target, Resources: resources, Concurrency: r.Concurrency})
 	if err != nil {
 		return fmt.Errorf("start tenant: %w", err)

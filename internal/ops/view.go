@@ -176,7 +176,11 @@ func printState(w io.Writer, st *events.State) {
 		}
 	} else {
 		row("resource", "%s  %s", st.Resource, route(st))
-		row("status", "%s, phase %s, attempt %d/%d", st.Status, st.Phase, st.Attempt, st.MaxAttempts)
+		status := string(st.Status)
+		if n := rolledBack(st); n > 0 {
+			status += fmt.Sprintf(" (retrying: %d attempt(s) rolled back)", n)
+		}
+		row("status", "%s, phase %s, attempt %d/%d", status, st.Phase, st.Attempt, st.MaxAttempts)
 		if st.Tenant != "" || st.Parent != "" {
 			row("parent", "%s (tenant %q)", st.Parent, st.Tenant)
 		}
@@ -209,6 +213,49 @@ func printState(w io.Writer, st *events.State) {
 		row("ended", "%s (after %s)", st.EndedAt.UTC().Format(time.RFC3339Nano), st.EndedAt.Sub(st.RequestedAt).Round(time.Millisecond))
 	}
 	row("events", "%d", st.Events)
+}
+
+// rolledBack is how many attempts of an active migration have rolled back
+// (0 for an ended one): its current attempt when it is in the rolled-back
+// phase, and every attempt before the current one (a fresh attempt follows
+// only a rollback). A migration retrying after a rollback is not simply
+// "active".
+func rolledBack(st *events.State) int {
+	if st.Status.Terminal() || st.Fanout != nil {
+		return 0
+	}
+	n := max(st.Attempt-1, 0)
+	if st.Phase == events.PhaseRolledBack {
+		n++
+	}
+	return n
+}
+
+// statusWord is the STATUS column of the migration list: "retrying" for
+// an active migration that has rolled back.
+func statusWord(st *events.State) string {
+	if rolledBack(st) > 0 {
+		return "retrying"
+	}
+	return string(st.Status)
+}
+
+// rollbacksOf lists the rolled-back attempts in a migration's history.
+func rollbacksOf(h []*events.Envelope) []RollbackJSON {
+	var out []RollbackJSON
+	for _, e := range h {
+		if b, ok := e.Body.(events.RolledBack); ok && e.State != nil {
+			out = append(out, RollbackJSON{Attempt: e.State.Attempt, Phase: string(b.Phase), Reason: b.Reason, Time: rfc(e.Time)})
+		}
+	}
+	return out
+}
+
+// printRollbacks prints one row per rolled-back attempt.
+func printRollbacks(w io.Writer, rbs []RollbackJSON) {
+	for _, rb := range rbs {
+		fmt.Fprintf(w, "%-11s %s\n", "rolled back", fmt.Sprintf("attempt %d in %s at %s: %s", rb.Attempt, rb.Phase, rb.Time, rb.Reason))
+	}
 }
 
 func lockLine(l kvrouting.Lock) string {

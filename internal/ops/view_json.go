@@ -51,6 +51,20 @@ type StateJSON struct {
 	Fanout      *fanoutJSON   `json:"tenant_progress,omitempty"`
 	Events      int           `json:"events"`
 	LastSeq     uint64        `json:"last_seq,omitempty"`
+	// Retrying is set on an active migration that has rolled back at least
+	// once (the rolled-back phase, or a fresh attempt after it).
+	Retrying bool `json:"retrying,omitempty"`
+	// Rollbacks are its rolled-back attempts, read from its history
+	// (`migrate status <id>` only).
+	Rollbacks []RollbackJSON `json:"rollbacks,omitempty"`
+}
+
+// RollbackJSON is one rolled-back attempt of a migration.
+type RollbackJSON struct {
+	Attempt int    `json:"attempt"`
+	Phase   string `json:"phase"`
+	Reason  string `json:"reason"`
+	Time    string `json:"time"`
 }
 
 // FiguresJSON are a migration's figures (paper 001 §6.2) as JSON, the
@@ -88,7 +102,7 @@ func toStateJSON(st *events.State, seq uint64) StateJSON {
 		Phase: string(st.Phase), Status: string(st.Status), Attempt: st.Attempt, MaxAttempts: st.MaxAttempts,
 		Reason: st.Reason, Abort: st.Abort, LockExpiry: rfc(st.LockExpiry), WaitUntil: rfc(st.WaitUntil),
 		RequestedAt: rfc(st.RequestedAt), EndedAt: rfc(st.EndedAt), Figures: ToFiguresJSON(st.Figures), Children: slices.Clone(st.Children),
-		Events: st.Events, LastSeq: seq}
+		Events: st.Events, LastSeq: seq, Retrying: rolledBack(st) > 0}
 	if st.Token != "" {
 		j.Token = kvrouting.Token(st.Token).Redacted()
 	}

@@ -41,7 +41,9 @@ type Endpoint interface {
 	SetFence(ctx context.Context, resource string, f Fence) error
 	// ClearFence clears the fence set under token.
 	ClearFence(ctx context.Context, resource, token string) error
-	// Cleanup deletes the resource's records at this region.
+	// Cleanup deletes the resource's records at this region, never while
+	// the region is the resource's primary or a migration's target
+	// (Participant.Cleanup).
 	Cleanup(ctx context.Context, resource string) (int, error)
 }
 
@@ -51,4 +53,17 @@ type Directory interface {
 	// Endpoints returns every service endpoint at region holding resources
 	// of resourceKind, sorted by service name.
 	Endpoints(ctx context.Context, region, resourceKind string) ([]Endpoint, error)
+}
+
+// RegionProber is implemented by a Directory that can tell whether a
+// region is served at all: the orchestrator asks before a migration
+// starts, and refuses a target that no deployment serves rather than lock
+// the resource and fail its copy. Implementations must be safe for
+// concurrent use by any goroutine.
+type RegionProber interface {
+	// ProbeRegion returns nil when every service owning resources of
+	// resourceKind answers at region, a *Error with CodeNotFound when one
+	// of them (or the kind itself) has no server there, and any other
+	// error when it cannot tell.
+	ProbeRegion(ctx context.Context, region, resourceKind string) error
 }

@@ -29,6 +29,15 @@ type Participant interface {
 	// ClearFence removes the fence set under token (rollback).
 	ClearFence(ctx context.Context, resource string, token string) error
 	// Cleanup deletes the resource's records at this region (target cleanup
-	// after a rollback, source cleanup after the window).
+	// after a rollback, source cleanup after the window) and returns how
+	// many. It must delete nothing, and return 0, while the resource's
+	// routing document names this region as its primary or as the target
+	// of a migration in flight: the participant decides that under the
+	// same per-resource lock as the deletion, from a leader read of the
+	// routing document (services.RoutingCleanupGuard), so that no late,
+	// replayed or mistaken request can delete live data. A participant that
+	// cannot tell (routing unreadable, no guard configured) fails and
+	// deletes nothing. The conformance kit checks this rule
+	// (contracttest, CleanupSparesPrimaryAndTarget).
 	Cleanup(ctx context.Context, resource string) (int, error)
 }

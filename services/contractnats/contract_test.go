@@ -519,9 +519,11 @@ func TestContractKitOverNATS(t *testing.T) {
 		h := n.Add(1)
 		srcStore, dstStore := openStore(t), openStore(t)
 		srcRegion, dstRegion := fmt.Sprintf("src%d", h), fmt.Sprintf("dst%d", h)
-		e.serve(t, srcRegion, services.NewStoreParticipant("kit", srcStore, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
-		e.serve(t, dstRegion, services.NewStoreParticipant("kit", dstStore, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
+		routing := contracttest.NewRouting()
+		e.serve(t, srcRegion, services.NewStoreParticipant("kit", srcStore, services.StoreParticipantOptions{KeepOnCleanup: services.RoutingCleanupGuard(routing, srcRegion)}), contractnats.ServeOptions{})
+		e.serve(t, dstRegion, services.NewStoreParticipant("kit", dstStore, services.StoreParticipantOptions{KeepOnCleanup: services.RoutingCleanupGuard(routing, dstRegion)}), contractnats.ServeOptions{})
 		return contracttest.Harness{
+			SourceRegion: srcRegion, TargetRegion: dstRegion, Route: routing.Route,
 			Source: remote{c: contractnats.Dial(e.nc, e.js, srcRegion, "kit"), js: e.js, ids: &ids},
 			Target: remote{c: contractnats.Dial(e.nc, e.js, dstRegion, "kit"), js: e.js, ids: &ids},
 			Write: func(resource, id string, data []byte, refs []string) (contract.Record, error) {

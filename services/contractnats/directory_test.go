@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
+	"github.com/cutover/cutover/services/contracttest"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -27,7 +29,9 @@ func TestDirectory(t *testing.T) {
 		for _, svc := range []string{"messages", "reactions"} {
 			st := openStore(t)
 			stores[region+"/"+svc] = st
-			e.serve(t, region, services.NewStoreParticipant(svc, st, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
+			// No routing document: the cleanup guard keeps nothing.
+			keep := services.RoutingCleanupGuard(contracttest.NewRouting(), region)
+			e.serve(t, region, services.NewStoreParticipant(svc, st, services.StoreParticipantOptions{KeepOnCleanup: keep}), contractnats.ServeOptions{})
 		}
 	}
 	servicesFor := func(kind string) []string {
@@ -167,4 +171,40 @@ func TestDirectory(t *testing.T) {
 			t.Fatalf("no APIDigestsPath: %v, want internal", err)
 		}
 	})
+}
+
+// TestProbeRegion: the Directory tells a region that serves every service
+// of a kind from one where a service (or the kind) has no server, and
+// does so without running a contract operation (issue 14 #15).
+func TestProbeRegion(t *testing.T) {
+	e := newEnv(t)
+	for _, svc := range []string{"messages", "reactions"} {
+		e.serve(t, "us", services.NewStoreParticipant(svc, openStore(t), services.StoreParticipantOptions{}), contractnats.ServeOptions{})
+	}
+	e.serve(t, "eu", services.NewStoreParticipant("messages", openStore(t), services.StoreParticipantOptions{}), contractnats.ServeOptions{})
+	servicesFor := func(kind string) []string {
+		if kind == "conv" {
+			return []string{"messages", "reactions"}
+		}
+		return nil
+	}
+	var dir contract.Directory = contractnats.NewDirectory(e.nc, e.js, servicesFor, contractnats.DirectoryOptions{})
+	p, ok := dir.(contract.RegionProber)
+	if !ok {
+		t.Fatal("contractnats.Directory is not a contract.RegionProber")
+	}
+	ctx := t.Context()
+	if err := p.ProbeRegion(ctx, "us", "conv"); err != nil {
+		t.Fatalf("ProbeRegion(us): %v", err)
+	}
+	for _, c := range []struct{ region, kind, want string }{
+		{"mars", "conv", "mars"},
+		{"eu", "conv", "reactions"},
+		{"us", "ghost", "ghost"},
+	} {
+		err := p.ProbeRegion(ctx, c.region, c.kind)
+		if code(t, err) != contract.CodeNotFound || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ProbeRegion(%s, %s): %v, want not found naming %s", c.region, c.kind, err, c.want)
+		}
+	}
 }

@@ -39,8 +39,11 @@ type kit struct {
 func newKit(t *testing.T, factory Factory, name string) *kit {
 	t.Helper()
 	h := factory(t)
-	if h.Source == nil || h.Target == nil || h.Write == nil || h.Delete == nil || h.Read == nil {
+	if h.Source == nil || h.Target == nil || h.Write == nil || h.Delete == nil || h.Read == nil || h.Route == nil {
 		t.Fatalf("contracttest: the Factory returned an incomplete Harness")
+	}
+	if h.SourceRegion == "" || h.TargetRegion == "" || h.SourceRegion == h.TargetRegion {
+		t.Fatalf("contracttest: the Harness's regions %q and %q must be named and differ", h.SourceRegion, h.TargetRegion)
 	}
 	if h.Source.Service() != h.Target.Service() {
 		t.Fatalf("contracttest: source service %q and target service %q differ", h.Source.Service(), h.Target.Service())
@@ -128,6 +131,14 @@ func (k *kit) fence(level contract.FenceLevel, token string) contract.Fence {
 		k.t.Fatalf("SetFence(%s, %s): %v", k.res, level, err)
 	}
 	return f
+}
+
+// route sets the resource's routing (Harness.Route) or fails the test.
+func (k *kit) route(primary, target string) {
+	k.t.Helper()
+	if err := k.h.Route(k.res, primary, target); err != nil {
+		k.t.Fatalf("Route(%s, primary %q, target %q): %v", k.res, primary, target, err)
+	}
 }
 
 // export runs an export from req until a page says no more, checking the

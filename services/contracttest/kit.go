@@ -47,6 +47,15 @@ type Harness struct {
 	// Read reads a record at the TARGET through the user read path:
 	// (record, found).
 	Read func(resource, id string) (contract.Record, bool, error)
+	// SourceRegion and TargetRegion name the regions of Source and Target,
+	// as Route takes them; they differ.
+	SourceRegion, TargetRegion string
+	// Route sets the resource's routing as the implementation's Cleanup
+	// reads it: primary is the primary region, target the target of a
+	// migration in flight ("" none). An implementation guarding Cleanup
+	// with services.RoutingCleanupGuard can be given a Routing (NewRouting)
+	// and pass its Route.
+	Route func(resource, primary, target string) error
 }
 
 // Factory returns a fresh Harness for one subtest; it registers its own
@@ -75,6 +84,8 @@ type Factory func(t *testing.T) Harness
 //     Retry-After before storage changes (A4, Table 4); fences are token
 //     checked, cleared on rollback, and expire;
 //   - cleanup removes the resource at the target;
+//   - cleanup deletes nothing at a region that routing names the primary
+//     or the target of a migration in flight (contract.Participant.Cleanup);
 //   - bad requests give CodeInvalid and change nothing.
 func Run(t *testing.T, factory Factory) {
 	t.Helper()
@@ -99,6 +110,7 @@ var subtests = []struct {
 	{"FenceCleared", testFenceCleared},
 	{"FenceExpires", testFenceExpires},
 	{"Cleanup", testCleanup},
+	{"CleanupSparesPrimaryAndTarget", testCleanupSpares},
 	{"EmptyResource", testEmptyResource},
 	{"BadRequests", testBadRequests},
 }

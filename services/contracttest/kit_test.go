@@ -27,9 +27,11 @@ func openStore(t *testing.T) *store.Store {
 // is the store's Put, Delete and Get.
 func storeHarness(t *testing.T) contracttest.Harness {
 	src, dst := openStore(t), openStore(t)
+	routing := contracttest.NewRouting()
 	return contracttest.Harness{
-		Source: services.NewStoreParticipant("kit", src, services.StoreParticipantOptions{}),
-		Target: services.NewStoreParticipant("kit", dst, services.StoreParticipantOptions{}),
+		SourceRegion: "src", TargetRegion: "dst", Route: routing.Route,
+		Source: services.NewStoreParticipant("kit", src, services.StoreParticipantOptions{KeepOnCleanup: services.RoutingCleanupGuard(routing, "src")}),
+		Target: services.NewStoreParticipant("kit", dst, services.StoreParticipantOptions{KeepOnCleanup: services.RoutingCleanupGuard(routing, "dst")}),
 		Write: func(resource, id string, data []byte, refs []string) (contract.Record, error) {
 			rec := store.Record{ID: id, Kind: "note", Data: data, Refs: refs}
 			got, err := src.Put(resource, rec, true)

@@ -20,6 +20,8 @@ func testCleanup(t *testing.T, f Factory) {
 	k.importAll(hist)
 	k.converged()
 	src := k.digests(k.h.Source)
+	// A rollback: the source is the primary, no migration in flight.
+	k.route(k.h.SourceRegion, "")
 
 	n, err := k.h.Target.Cleanup(k.ctx, k.res)
 	if err != nil {
@@ -44,6 +46,55 @@ func testCleanup(t *testing.T, f Factory) {
 	}
 	if after := k.digests(k.h.Source); !slices.Equal(after, src) {
 		t.Fatalf("Cleanup at the target changed the source")
+	}
+}
+
+// testCleanupSpares: Cleanup deletes nothing, and returns 0, at a region
+// that the resource's routing names the primary or the target of a
+// migration in flight (contract.Participant.Cleanup): a rollback or a late
+// source cleanup must never delete live data, however the request got
+// there (issue 14 #4). At a region that is neither, it deletes.
+func testCleanupSpares(t *testing.T, f Factory) {
+	k := newKit(t, f, "spare")
+	k.fence(contract.FenceHardDelete, "kit-hd")
+	k.writeN("r", 5)
+	hist, _ := k.historical(0)
+	k.importAll(hist)
+	k.converged()
+	src, dst := k.h.SourceRegion, k.h.TargetRegion
+	for _, c := range []struct {
+		what            string
+		at              contract.Participant
+		primary, target string
+	}{
+		{"at the target, the primary after the swap", k.h.Target, dst, ""},
+		{"at the target of a migration in flight", k.h.Target, src, dst},
+		{"at the source, the primary during a migration", k.h.Source, src, dst},
+		{"at the source, the primary", k.h.Source, src, ""},
+		{"at the source, the target of a move back", k.h.Source, dst, src},
+	} {
+		k.route(c.primary, c.target)
+		before := k.digests(c.at)
+		n, err := c.at.Cleanup(k.ctx, k.res)
+		if err != nil || n != 0 {
+			t.Fatalf("Cleanup %s = %d, %v; want 0, nil", c.what, n, err)
+		}
+		if after := k.digests(c.at); !slices.Equal(after, before) {
+			t.Fatalf("Cleanup %s changed its digests:\nbefore %v\nafter  %v", c.what, before, after)
+		}
+	}
+	// The source after the swap, once the window has passed: cleaned.
+	k.route(dst, "")
+	target := k.digests(k.h.Target)
+	n, err := k.h.Source.Cleanup(k.ctx, k.res)
+	if err != nil || n < 5 {
+		t.Fatalf("Cleanup at the old source = %d, %v; want the 5 records", n, err)
+	}
+	if d := k.digests(k.h.Source); len(d) != 0 {
+		t.Fatalf("source digests after its Cleanup: %v", d)
+	}
+	if after := k.digests(k.h.Target); !slices.Equal(after, target) {
+		t.Fatalf("Cleanup at the old source changed the primary")
 	}
 }
 

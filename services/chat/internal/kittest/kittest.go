@@ -16,13 +16,18 @@ import (
 	"github.com/cutover/cutover/services/store"
 )
 
+// Keep is a cleanup guard (services.StoreParticipantOptions.KeepOnCleanup).
+type Keep = func(ctx context.Context, resource string) (bool, error)
+
 // Factory returns a contracttest.Factory for a chat service: build makes
-// the service over a store and returns its contract and its core. The kit's
+// the service over a store, its Cleanup guarded by keep (the kit's routing
+// through services.RoutingCleanupGuard), and returns its contract and its
+// core. The kit's
 // opaque records are written as records of kind through the core's user
 // path (the decision-applying Create, Update and Delete every operation of
 // the service goes through) with an Allow decision, so the store's fence is
 // what restricts them; Read reads the target's user read path.
-func Factory(kind string, build func(st *store.Store) (contract.Participant, *core.Core)) contracttest.Factory {
+func Factory(kind string, build func(st *store.Store, keep Keep) (contract.Participant, *core.Core)) contracttest.Factory {
 	return func(t *testing.T) contracttest.Harness {
 		open := func() *store.Store {
 			st, err := store.Open(store.Options{FS: vfs.NewMem()})
@@ -36,11 +41,13 @@ func Factory(kind string, build func(st *store.Store) (contract.Participant, *co
 			})
 			return st
 		}
-		src, srcCore := build(open())
-		tgt, tgtCore := build(open())
+		routing := contracttest.NewRouting()
+		src, srcCore := build(open(), services.RoutingCleanupGuard(routing, "source"))
+		tgt, tgtCore := build(open(), services.RoutingCleanupGuard(routing, "target"))
 		var allow kvrouting.Decision
 		ctx := context.Background()
 		return contracttest.Harness{
+			SourceRegion: "source", TargetRegion: "target", Route: routing.Route,
 			Source: src,
 			Target: tgt,
 			Write: func(res, id string, data []byte, refs []string) (contract.Record, error) {

@@ -1,0 +1,78 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/services/contract"
+)
+
+// Admission: a start is refused at once, before anything is locked, when
+// its target cannot be migrated to (issue 14 #15): a region that no
+// deployment serves, or a resource kind that no service owns. Otherwise
+// the migration would pre-lock, fail its copy PhaseRetries times, roll
+// back and reschedule, MaxAttempts times, while its status says active.
+
+// probeTries is how many probes a "not served" answer needs before a start
+// is refused: a region whose servers are reconnecting (a NATS node
+// restarting) answers "no responders" for a moment.
+const probeTries = 3
+
+// unserved returns why a resource of kind cannot be migrated to target, or
+// "" when it can or the directory cannot tell (then the migration starts,
+// and fails the slow way if it must).
+func (w *Worker) unserved(ctx context.Context, kind, target string) string {
+	if _, err := w.cfg.Directory.Endpoints(ctx, target, kind); err != nil {
+		if notServed(err) {
+			return fmt.Sprintf("refused: target region %q: %v", target, err)
+		}
+		return ""
+	}
+	p, ok := w.cfg.Directory.(contract.RegionProber)
+	if !ok {
+		return ""
+	}
+	for try := 1; ; try++ {
+		err := p.ProbeRegion(ctx, target, kind)
+		if err == nil || !notServed(err) {
+			return ""
+		}
+		if try == probeTries {
+			return fmt.Sprintf("refused: target region %q is not served: %v", target, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(w.cfg.RetryBackoff):
+		}
+	}
+}
+
+// notServed reports whether a directory error says "nothing there":
+// LocalDirectory's ErrNotFound or a contract CodeNotFound.
+func notServed(err error) bool {
+	return errors.Is(err, ErrNotFound) || contract.AsError(err).Code == contract.CodeNotFound
+}
+
+// refuse records a migration refused at its start: its Requested event,
+// then Failed with reason, and no work message. Nothing else is written: no
+// routing lock, no fence. If the migration exists already (an earlier
+// delivery of the start command admitted it and may be driving it), it is
+// left to its work: create republishes that.
+func (w *Worker) refuse(ctx context.Context, id, cause string, req events.Requested, reason string) error {
+	env, seq, err := appendTo(ctx, w.js, id, nil, 0, req, cause, w.cfg.Clock(), id+"-created")
+	if errors.Is(err, ErrConflict) {
+		return w.create(ctx, id, cause, req)
+	}
+	if err != nil {
+		return err
+	}
+	_, _, err = appendTo(ctx, w.js, id, env.State, seq, events.Failed{Reason: reason}, cause, w.cfg.Clock(), id+"-refused")
+	if errors.Is(err, ErrConflict) {
+		return nil // appended by an earlier delivery of this command
+	}
+	return err
+}
