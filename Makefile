@@ -6,7 +6,7 @@ TEST_TIMEOUT ?= 9m
 
 test: vet
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
-	$(MAKE) --no-print-directory fuzz FUZZTIME=2s
+	$(MAKE) --no-print-directory fuzz FUZZTIME=3000x
 
 vet:
 	$(GO) vet ./...
