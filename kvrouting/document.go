@@ -133,7 +133,15 @@ func (d *Document) Encode() ([]byte, error) {
 // DecodeDocument parses stored bytes. Garbage gives ErrMalformed, another
 // schema version gives ErrSchemaVersion; neither ever yields a document, so
 // a damaged entry can never read as "unlocked".
-func DecodeDocument(b []byte, revision uint64) (*Document, error) {
+func DecodeDocument(b []byte, revision uint64) (doc *Document, err error) {
+	defer func() {
+		// msgpack v5.4.1 panics on a nil where a time.Time is expected
+		// (reflect IsNil on a struct); a routing value written by any client
+		// must never take a resolver down, so a decoder panic is ErrMalformed.
+		if r := recover(); r != nil {
+			doc, err = nil, fmt.Errorf("%w: decoder panic: %v", ErrMalformed, r)
+		}
+	}()
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: empty value", ErrMalformed)
 	}

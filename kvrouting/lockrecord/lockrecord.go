@@ -81,7 +81,7 @@ func (c *Checker) Decide(ctx context.Context, res kvrouting.Resource, region str
 		return kvrouting.Decision{}, fmt.Errorf("lockrecord: read lock: %w", err)
 	default:
 		var r Record
-		if err := msgpack.Unmarshal(data, &r); err != nil {
+		if err := decodeRecord(data, &r); err != nil {
 			return kvrouting.Decision{}, fmt.Errorf("lockrecord: decode: %w", err)
 		}
 		lock = kvrouting.Lock{Type: r.Type, Token: r.Token, Expiry: r.Expiry}
@@ -89,4 +89,15 @@ func (c *Checker) Decide(ctx context.Context, res kvrouting.Resource, region str
 	doc := rs.Doc.Clone()
 	doc.Primary.Lock = lock
 	return kvrouting.Decide(doc, region, op, time.Now(), c.skew), nil
+}
+
+// decodeRecord decodes a lock record; a decoder panic (msgpack v5.4.1 on a
+// nil time) is an error, never a crash.
+func decodeRecord(b []byte, r *Record) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("decoder panic: %v", p)
+		}
+	}()
+	return msgpack.Unmarshal(b, r)
 }

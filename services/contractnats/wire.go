@@ -97,7 +97,13 @@ func encode(v any) ([]byte, error) {
 // declared length before reading it, so a garbled 10-byte payload could
 // otherwise ask for gigabytes (library code never panics or exhausts memory
 // on input). Errors wrap errGarbled.
-func decode(b []byte, v any) error {
+func decode(b []byte, v any) (err error) {
+	defer func() {
+		// msgpack v5.4.1 panics on a nil where a time.Time is expected.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: decoder panic: %v", errGarbled, r)
+		}
+	}()
 	if err := checkMsgpack(b); err != nil {
 		return err
 	}
