@@ -62,6 +62,14 @@ type PreLocked struct {
 	// (the routing document's LastMigrationID), if any: after our swap its
 	// leftover fence at our target is cleared.
 	Previous string `msgpack:"prev,omitempty"`
+	// LastSwap and LastSwapToken are the routing document's last swap when
+	// the pre-lock was taken (kvrouting.Document.LastSwap; issue 14 #2):
+	// the post-swap fence to clear at our target after our swap, and the
+	// record by which that swap's migration, replaying after a lost
+	// Swapped event, recognises its own swap. The token is whole: never
+	// log it.
+	LastSwap      string `msgpack:"ls,omitempty"`
+	LastSwapToken string `msgpack:"lstk,omitempty"`
 }
 
 // Converged records that the convergence wait has elapsed.

@@ -92,8 +92,13 @@ type State struct {
 	// Previous is the migration that moved the resource last before this
 	// one (see PreLocked.Previous).
 	Previous string `msgpack:"prev,omitempty"`
-	Phase    Phase  `msgpack:"phase"`
-	Status   Status `msgpack:"status"`
+	// PreviousSwap and PreviousSwapToken are the last swap the routing
+	// document recorded at our pre-lock (see PreLocked.LastSwap). The
+	// token is whole: never log it.
+	PreviousSwap      string `msgpack:"pswap,omitempty"`
+	PreviousSwapToken string `msgpack:"pswaptok,omitempty"`
+	Phase             Phase  `msgpack:"phase"`
+	Status            Status `msgpack:"status"`
 	// Attempt counts from 1; MaxAttempts bounds rescheduling.
 	Attempt     int `msgpack:"attempt"`
 	MaxAttempts int `msgpack:"max"`

@@ -96,12 +96,35 @@ type Document struct {
 	MaxExpiry time.Time `msgpack:"max,omitempty"`
 	// LastMigrationID names the migration that last swapped or released the
 	// document, so a replaying orchestrator can recognise its own work.
-	LastMigrationID string    `msgpack:"lmid,omitempty"`
-	UpdatedAt       time.Time `msgpack:"at"`
+	LastMigrationID string `msgpack:"lmid,omitempty"`
+	// LastSwap records the last swap (issue 14 #2). The swap's own CAS
+	// writes it and no other transition changes it, so, unlike our token
+	// on the secondary location (which the next pre-lock overwrites), it
+	// still names the swap after a later migration has pre-locked: a
+	// replaying orchestrator whose Swapped event (or CAS reply) was lost
+	// recognises its own swap by it, and the next migration finds the
+	// token of the post-swap fence to clear when it moves the resource
+	// back. nil: no swap since documents carried it (an older writer).
+	LastSwap  *SwapRecord `msgpack:"ls,omitempty"`
+	UpdatedAt time.Time   `msgpack:"at"`
 
 	// Revision is the KV revision the document was read at (the paper's
 	// ETag). It is not stored in the value.
 	Revision uint64 `msgpack:"-"`
+}
+
+// SwapRecord names a swap: the migration and the attempt token that made it.
+// The token is the one its post-swap fence was set under; like every
+// token it must never be logged whole.
+type SwapRecord struct {
+	MigrationID string `msgpack:"m"`
+	Token       Token  `msgpack:"k"`
+}
+
+// SwappedBy reports whether the document's last swap is the one made by
+// migration id under tok.
+func (d *Document) SwappedBy(id string, tok Token) bool {
+	return d.LastSwap != nil && tok != "" && d.LastSwap.Token == tok && d.LastSwap.MigrationID == id
 }
 
 // Clone returns a deep copy.
@@ -110,6 +133,10 @@ func (d *Document) Clone() *Document {
 	if d.Secondary != nil {
 		s := *d.Secondary
 		c.Secondary = &s
+	}
+	if d.LastSwap != nil {
+		ls := *d.LastSwap
+		c.LastSwap = &ls
 	}
 	return &c
 }
@@ -184,6 +211,9 @@ func (d *Document) validate() error {
 	}
 	if d.Primary.Lock.Type == LockSecondary {
 		return bad("secondary lock on the primary")
+	}
+	if d.LastSwap != nil && (d.LastSwap.MigrationID == "" || d.LastSwap.Token == "") {
+		return bad("last swap without migration or token")
 	}
 	if d.Secondary != nil && d.Secondary.Lock.Type != LockNone && d.Secondary.Lock.Type != LockSecondary {
 		return bad("migration lock on the secondary")

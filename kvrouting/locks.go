@@ -185,8 +185,10 @@ func (l *Locker) Renew(ctx context.Context, res Resource, tok Token, cached *Doc
 
 // Swap is the atomic cutover (paper 001 §4.1.4, paper 000 §4.3): ONE
 // conditional write makes the target primary, clears every migration lock
-// and locks the old location as secondary. It needs the unexpired write
-// lock. Replaying a swap that already happened returns the swapped document.
+// and locks the old location as secondary, and records the swap in
+// LastSwap. It needs the unexpired write lock. Replaying a swap that
+// already happened (LastSwap names tok) changes nothing and returns the
+// current document, which a later migration may have pre-locked since.
 // Errors as EscalateHardDelete.
 func (l *Locker) Swap(ctx context.Context, res Resource, tok Token, cached *Document) (*Document, error) {
 	return l.tokenOp(ctx, res, tok, cached, swap)
@@ -195,8 +197,10 @@ func (l *Locker) Swap(ctx context.Context, res Resource, tok Token, cached *Docu
 // Release is the rollback: one conditional write back to the unlocked
 // source, target forgotten. It needs the token but not an unexpired lock (a
 // stale holder may clean up its own expired lock, never another's). Releasing
-// a document that holds no lock is a no-op. After a swap it is
-// ErrIllegalTransition. Errors also ErrTokenMismatch, ErrConflict.
+// a document that holds no lock is a no-op. After a swap under tok it is
+// ErrIllegalTransition, even once another migration holds the lock (the
+// swap is recognised by LastSwap). Errors also ErrTokenMismatch,
+// ErrConflict.
 func (l *Locker) Release(ctx context.Context, res Resource, tok Token, cached *Document) (*Document, error) {
 	return l.tokenOp(ctx, res, tok, cached, release)
 }
@@ -446,8 +450,14 @@ func renew(d *Document, now time.Time, tok Token, cfg *LockConfig) (*Document, e
 
 func swap(d *Document, now time.Time, tok Token, cfg *LockConfig) (*Document, error) {
 	l := d.Primary.Lock
+	if d.LastSwap != nil && d.LastSwap.Token == tok {
+		// Replay: our swap already happened, and may have been followed by
+		// another migration's pre-lock, which took over the secondary
+		// location our token was on (issue 14 #2).
+		return nil, nil
+	}
 	if l.Type == LockNone && d.Secondary != nil && d.Secondary.Lock.Token == tok && d.Target == "" {
-		return nil, nil // replay: our swap already happened
+		return nil, nil // replay of a swap written before documents recorded LastSwap
 	}
 	if err := holds(d, now, tok, cfg); err != nil {
 		return nil, err
@@ -464,6 +474,7 @@ func swap(d *Document, now time.Time, tok Token, cfg *LockConfig) (*Document, er
 	d.Primary = Location{Region: d.Target}
 	d.Secondary = &Location{Region: old, Lock: Lock{Type: LockSecondary, Token: tok, NotBefore: now.UTC(), Expiry: now.Add(cfg.SecondaryLease).UTC()}}
 	d.LastMigrationID = d.MigrationID
+	d.LastSwap = &SwapRecord{MigrationID: d.MigrationID, Token: tok} // kept by every later transition but the next swap
 	clearMigration(d)
 	d.UpdatedAt = now.UTC()
 	return d, nil
@@ -471,6 +482,11 @@ func swap(d *Document, now time.Time, tok Token, cfg *LockConfig) (*Document, er
 
 func release(d *Document, now time.Time, tok Token, cfg *LockConfig) (*Document, error) {
 	l := d.Primary.Lock
+	if d.LastSwap != nil && d.LastSwap.Token == tok {
+		// Checked before the token: a later pre-lock under another token
+		// does not make our swap "not ours" (issue 14 #2).
+		return nil, fmt.Errorf("%w: %s was already swapped by this token", ErrIllegalTransition, d.Resource)
+	}
 	if l.Type == LockNone {
 		if d.Secondary != nil && d.Secondary.Lock.Token == tok && d.Target == "" {
 			return nil, fmt.Errorf("%w: %s was already swapped by this token", ErrIllegalTransition, d.Resource)

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,6 +27,7 @@ type lostSwap struct {
 	lostOnce sync.Once
 	lostCh   chan struct{}
 	hold     func(st *events.State, b events.Body) bool
+	writes   atomic.Int32 // user writes at us, for fresh record ids
 }
 
 func newLostSwap(t *testing.T, res string) (*lostSwap, Config) {
@@ -115,12 +117,13 @@ func (ls *lostSwap) assertPrimaryUnfenced(t *testing.T) {
 	if doc := ls.e.doc(ls.res); doc.Primary.Region != "us" || !doc.Primary.Lock.IsZero() {
 		t.Fatalf("routing: primary %+v, want us unlocked (M2's move)", doc.Primary)
 	}
+	n := ls.writes.Add(1)
 	for _, svc := range testServices {
 		f, err := ls.e.stores["us"][svc].GetFence(ls.res)
 		if err != nil || f.Active(time.Now()) {
 			t.Errorf("%s at the primary us: %s fence until %s (%v), want none", svc, f.Level, f.Expiry.Format(time.RFC3339), err)
 		}
-		if _, err := ls.e.stores["us"][svc].Put(ls.res, store.Record{ID: "after-" + svc, Kind: "msg", Data: []byte("x")}, true); err != nil {
+		if _, err := ls.e.stores["us"][svc].Put(ls.res, store.Record{ID: fmt.Sprintf("after-%s-%d", svc, n), Kind: "msg", Data: []byte("x")}, true); err != nil {
 			t.Errorf("%s: a user write at the primary us: %v", svc, err)
 		}
 	}

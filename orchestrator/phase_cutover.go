@@ -119,7 +119,12 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 	// a stale cache could land a write at the old location (found by
 	// `cutover chaos`: an acknowledged write lost).
 	ev := events.Swapped{Validation: v}
-	if err := w.fencePostSwap(ctx, st, d); err != nil {
+	// A replayed swap (its CAS reply lost) may find that a later migration
+	// has pre-locked the old location since: that location is its target
+	// now, and ours to fence no more (issue 14 #2).
+	if !holdsOldLocation(d, st) {
+		w.log.Info("post-swap fence skipped: the old location has moved on", "migration", st.ID)
+	} else if err := w.fencePostSwap(ctx, st, d); err != nil {
 		w.log.Warn("post-swap fence deferred to its own step", "migration", st.ID, "err", err)
 		return outcome{body: ev}
 	}
@@ -159,7 +164,7 @@ func (w *Worker) scheduleCleanup(ctx context.Context, st *events.State) outcome 
 	if err != nil && !errors.Is(err, kvrouting.ErrNotFound) {
 		return w.transient(st, err)
 	}
-	if err == nil && d.Secondary != nil && d.Secondary.Region == st.Source && d.Secondary.Lock.Token == kvrouting.Token(st.Token) {
+	if err == nil && holdsOldLocation(d, st) {
 		if err := w.fencePostSwap(ctx, st, d); err != nil {
 			return w.transient(st, err)
 		}
@@ -227,6 +232,14 @@ func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State) error
 		// for its whole hour (found by `cutover chaos`: a fence "held by
 		// another token" at a primary, three times in a row).
 		swapped := p.Status == events.StatusCompleted || !p.SwappedAt.IsZero()
+		// The routing document's last swap at our pre-lock is a swap even
+		// if its migration's log does not show it yet (its Swapped event
+		// lost), and its token is the fence's: a later attempt of that
+		// migration may have replaced the token in its state (issue 14 #2).
+		if p.ID == st.PreviousSwap && st.PreviousSwapToken != "" {
+			p = p.Clone()
+			swapped, p.Token = true, st.PreviousSwapToken
+		}
 		if p.Source == st.Target && swapped && p.Token != "" {
 			prev = p
 			break

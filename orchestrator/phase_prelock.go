@@ -31,7 +31,11 @@ func (w *Worker) preLock(ctx context.Context, st *events.State, res kvrouting.Re
 		if floor := now.Add(w.cfg.ReplicationBound); until.Before(floor) {
 			until = floor // never less than the replication bound
 		}
-		return outcome{body: events.PreLocked{Source: g.Doc.Primary.Region, NotBefore: g.NotBefore, Expiry: g.Expiry, WaitUntil: until, Previous: g.Doc.LastMigrationID}}
+		pl := events.PreLocked{Source: g.Doc.Primary.Region, NotBefore: g.NotBefore, Expiry: g.Expiry, WaitUntil: until, Previous: g.Doc.LastMigrationID}
+		if ls := g.Doc.LastSwap; ls != nil {
+			pl.LastSwap, pl.LastSwapToken = ls.MigrationID, string(ls.Token)
+		}
+		return outcome{body: pl}
 	case errors.Is(err, kvrouting.ErrAtTarget):
 		return outcome{body: events.Dropped{Reason: "already at target"}}
 	case errors.Is(err, kvrouting.ErrLocked):

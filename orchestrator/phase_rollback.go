@@ -19,7 +19,9 @@ import (
 // fences at the source, clean the target, then record RolledBack. Every
 // part is idempotent. A release refused because the swap already happened
 // under our token means a crash separated the swap from its event: the
-// migration moves forward instead (DESIGN.md "Durability and hazards").
+// migration moves forward instead (DESIGN.md "Durability and hazards"),
+// also when another migration has pre-locked or swapped the resource since
+// (the routing document's LastSwap and the swap chain; ownSwap).
 //
 // When another migration holds the lock now ("not ours"), its target is
 // left alone, but the fence set under our token at the source still goes
@@ -38,7 +40,7 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 		switch {
 		case errors.Is(err, kvrouting.ErrIllegalTransition):
 			cur, gerr := w.cfg.Locker.Get(ctx, res)
-			if gerr == nil && cur.Primary.Region == st.Target && cur.Secondary != nil && cur.Secondary.Lock.Token == tok {
+			if gerr == nil && (cur.SwappedBy(st.ID, tok) || cur.Primary.Region == st.Target && cur.Secondary != nil && cur.Secondary.Lock.Token == tok) {
 				return outcome{body: events.Swapped{}}
 			}
 			return waitFor(w.cfg.RetryBackoff)
@@ -49,12 +51,23 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 			return waitFor(w.cfg.RetryBackoff)
 		}
 	}
-	unfence := ours
+	cur := doc
 	if !ours {
-		cur, err := w.cfg.Locker.Get(ctx, res)
-		if err != nil {
+		if cur, err = w.cfg.Locker.Get(ctx, res); err != nil {
 			return waitFor(w.cfg.RetryBackoff)
 		}
+	}
+	// Our swap may have happened, its Swapped event lost, and another
+	// migration have pre-locked or even swapped since: then this is no
+	// rollback, the migration goes on as swapped (issue 14 #2).
+	if swapped, err := w.ownSwap(ctx, st, cur); err != nil {
+		return waitFor(w.cfg.RetryBackoff)
+	} else if swapped {
+		w.log.Info("rollback found the swap done: going on as swapped", "migration", st.ID)
+		return outcome{body: events.Swapped{}}
+	}
+	unfence := ours
+	if !ours {
 		unfence = cur.Primary.Region != st.Target
 	}
 	if unfence && st.Source != "" {

@@ -47,6 +47,9 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 		if b.Previous != n.ID {
 			n.Previous = b.Previous
 		}
+		if b.LastSwap != n.ID { // never our own: a swap ends the attempts
+			n.PreviousSwap, n.PreviousSwapToken = b.LastSwap, b.LastSwapToken
+		}
 		n.Phase, n.PreLockedAt = events.PhasePreLocked, at
 	case events.Converged:
 		n.Phase, n.ConvergedAt, n.WaitUntil = events.PhaseConverged, at, at
