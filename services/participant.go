@@ -2,7 +2,9 @@ package services
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"time"
 
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
@@ -187,6 +189,26 @@ func (p *StoreParticipant) SetFence(ctx context.Context, resource string, f cont
 // ClearFence implements contract.Participant.
 func (p *StoreParticipant) ClearFence(ctx context.Context, resource, token string) error {
 	return toErr(p.st.ClearFence(resource, token))
+}
+
+var _ contract.FenceAdmin = (*StoreParticipant)(nil)
+
+// ForceClearFence implements contract.FenceAdmin: the store's admin clear
+// (store.Store.ForceClearFence) of an active fence; CodeNotFound when none
+// is active.
+func (p *StoreParticipant) ForceClearFence(ctx context.Context, resource string) (contract.Fence, error) {
+	f, err := p.st.GetFence(resource)
+	switch {
+	case errors.Is(err, store.ErrCorrupt): // the admin path clears a corrupt fence too
+	case err != nil:
+		return contract.Fence{}, toErr(err)
+	case !f.Active(time.Now()):
+		return contract.Fence{}, contract.Errorf(contract.CodeNotFound, "%s: no active fence at %s", resource, p.service)
+	}
+	if err := p.st.ForceClearFence(resource); err != nil {
+		return contract.Fence{}, toErr(err)
+	}
+	return f, nil
 }
 
 // Cleanup implements contract.Participant: it deletes nothing while

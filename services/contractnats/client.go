@@ -159,6 +159,17 @@ func (c *Client) ClearFence(ctx context.Context, resource, token string) error {
 	return c.call(ctx, OpUnfence, &unfenceRequest{Resource: resource, Token: token}, nil)
 }
 
+var _ contract.FenceAdmin = (*Client)(nil)
+
+// ForceClearFence removes resource's active fence at the service whatever
+// its token and returns it (contract.FenceAdmin, `cutover fence clear`).
+// The caller checks the approvals and records the audit event.
+func (c *Client) ForceClearFence(ctx context.Context, resource string) (contract.Fence, error) {
+	var r forceUnfenceReply
+	err := c.call(ctx, OpForceUnfence, &resourceRequest{Resource: resource}, &r)
+	return r.Fence, err
+}
+
 // Cleanup deletes resource's records at the service in this region and
 // returns how many were removed (contract.Participant.Cleanup).
 func (c *Client) Cleanup(ctx context.Context, resource string) (int, error) {

@@ -32,14 +32,17 @@ const (
 
 // Endpoint operation names (the last subject token).
 const (
-	OpExport     = "export"
-	OpImport     = "import"
-	OpDigests    = "digests"
-	OpSlice      = "slice"
-	OpFence      = "fence"
-	OpUnfence    = "unfence"
-	OpCleanup    = "cleanup"
-	OpCheckpoint = "checkpoint"
+	OpExport  = "export"
+	OpImport  = "import"
+	OpDigests = "digests"
+	OpSlice   = "slice"
+	OpFence   = "fence"
+	OpUnfence = "unfence"
+	// OpForceUnfence is the operator's clear of a stranded fence
+	// (contract.FenceAdmin, `cutover fence clear`).
+	OpForceUnfence = "force-unfence"
+	OpCleanup      = "cleanup"
+	OpCheckpoint   = "checkpoint"
 )
 
 // Name limits: short enough that subjects, Msg-Ids and checkpoint names

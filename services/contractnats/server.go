@@ -136,6 +136,7 @@ func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region st
 		{OpSlice, s.readSlice},
 		{OpFence, s.setFence},
 		{OpUnfence, s.clearFence},
+		{OpForceUnfence, s.forceClearFence},
 		{OpCleanup, s.cleanup},
 		{OpCheckpoint, s.checkpoint},
 	} {
@@ -489,6 +490,24 @@ func (s *Server) clearFence(ctx context.Context, body []byte) (any, error) {
 		return nil, invalid("unfence request: %v", err)
 	}
 	return nil, s.p.ClearFence(ctx, r.Resource, r.Token)
+}
+
+// forceClearFence implements OpForceUnfence: the participant's
+// contract.FenceAdmin, or CodeInternal when it has none.
+func (s *Server) forceClearFence(ctx context.Context, body []byte) (any, error) {
+	var r resourceRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("force-unfence request: %v", err)
+	}
+	fa, ok := s.p.(contract.FenceAdmin)
+	if !ok {
+		return nil, contract.Errorf(contract.CodeInternal, "%s at %s cannot force-clear a fence", s.service, s.region)
+	}
+	f, err := fa.ForceClearFence(ctx, r.Resource)
+	if err != nil {
+		return nil, err
+	}
+	return &forceUnfenceReply{Fence: f}, nil
 }
 
 // cleanup implements OpCleanup.

@@ -77,6 +77,9 @@ type (
 	cleanupReply struct {
 		Removed int `msgpack:"n"`
 	}
+	forceUnfenceReply struct {
+		Fence contract.Fence `msgpack:"fence"`
+	}
 	checkpointReply struct {
 		Seq uint64 `msgpack:"seq"`
 	}

@@ -340,6 +340,13 @@ func (p *Participant) ClearFence(ctx context.Context, resource, token string) er
 	return p.c.sp.ClearFence(ctx, resource, token)
 }
 
+// ForceClearFence implements contract.FenceAdmin (`cutover fence clear`).
+func (p *Participant) ForceClearFence(ctx context.Context, resource string) (contract.Fence, error) {
+	unlock := p.c.lock(resource)
+	defer unlock()
+	return p.c.sp.ForceClearFence(ctx, resource)
+}
+
 // Cleanup implements contract.Participant.
 func (p *Participant) Cleanup(ctx context.Context, resource string) (int, error) {
 	unlock := p.c.lock(resource)
