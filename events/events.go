@@ -34,6 +34,7 @@ const (
 	TypeTenantStarted    = "tenant-started"
 	TypeTenantProgress   = "tenant-progress"
 	TypeForceReleased    = "force-released"
+	TypeFenceCleared     = "fence-force-cleared"
 )
 
 // Requested opens a migration. Token is generated and persisted here,
@@ -283,6 +284,23 @@ type ForceReleased struct {
 	Approvers []string `msgpack:"approvers"`
 	Reason    string   `msgpack:"reason"`
 }
+
+// FenceForceCleared is the audit event of an operator's clear of a
+// stranded fence (`cutover fence clear`, issue 14 #2), recorded on an
+// admin aggregate of its own.
+type FenceForceCleared struct {
+	Resource string `msgpack:"res"`
+	Region   string `msgpack:"region"`
+	// Services are the services at Region whose fence was cleared.
+	Services []string `msgpack:"svcs"`
+	// Token is the cleared fence's token, redacted (the first service's).
+	Token     string   `msgpack:"tok,omitempty"`
+	Approvers []string `msgpack:"approvers"`
+	Reason    string   `msgpack:"reason"`
+}
+
+// Type implements Body.
+func (FenceForceCleared) Type() string { return TypeFenceCleared }
 
 // Type implements Body.
 func (Requested) Type() string { return TypeRequested }

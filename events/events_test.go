@@ -46,6 +46,7 @@ func sampleBodies() []Body {
 		TenantStarted{Tenant: "acme", Target: "eu", Resources: []string{"conv/a"}, Concurrency: 1},
 		TenantProgress{Started: "conv/a", StartedID: "x", Partition: 2},
 		ForceReleased{Resource: "conv/c1", Approvers: []string{"a", "b"}, Reason: "stuck"},
+		FenceForceCleared{Resource: "conv/c1", Region: "us", Services: []string{"messages"}, Token: "0123…", Approvers: []string{"a", "b"}, Reason: "stranded"},
 	}
 }
 

@@ -49,6 +49,7 @@ func init() {
 	register[TenantStarted]()
 	register[TenantProgress]()
 	register[ForceReleased]()
+	register[FenceForceCleared]()
 }
 
 var timeType = reflect.TypeOf(time.Time{})

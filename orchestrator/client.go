@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
@@ -63,6 +64,19 @@ func (c *Client) Cancel(ctx context.Context, migrationID, reason string) error {
 // needs at least two distinct approvers (checked by the worker).
 func (c *Client) ForceRelease(ctx context.Context, resource string, approvers []string, reason string) error {
 	return c.send(ctx, newID(), events.ForceRelease{Resource: resource, Approvers: approvers, Reason: reason})
+}
+
+// Audit records an operator's action (events.FenceForceCleared) as the
+// first event of an admin aggregate of its own on the migration event
+// stream, and returns that event. Errors: ErrInvalid for a body that is
+// not an audit event, append errors.
+func (c *Client) Audit(ctx context.Context, body events.Body) (*events.Envelope, error) {
+	if _, ok := body.(events.FenceForceCleared); !ok {
+		return nil, fmt.Errorf("%w: %T is not an audit event", ErrInvalid, body)
+	}
+	id := newID()
+	env, _, err := appendTo(ctx, c.js, DeriveID("audit", id), nil, 0, body, id, time.Now(), id)
+	return env, err
 }
 
 // State returns a migration's current state and the sequence of its last

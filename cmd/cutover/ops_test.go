@@ -469,7 +469,7 @@ func TestCommandHelpAndUsage(t *testing.T) {
 	for _, c := range [][]string{
 		{"migrate", "--help"}, {"migrate", "start", "--help"}, {"migrate", "tenant", "--help"}, {"migrate", "status", "--help"},
 		{"migrate", "cancel", "--help"}, {"history", "--help"}, {"routing", "--help"}, {"routing", "get", "--help"},
-		{"lock", "--help"}, {"lock", "force-release", "--help"}, {"probe", "--help"},
+		{"lock", "--help"}, {"lock", "force-release", "--help"}, {"fence", "--help"}, {"fence", "clear", "--help"}, {"probe", "--help"},
 		{"nats", "--help"}, {"service", "--help"}, {"orchestrator", "--help"}, {"projector", "--help"}, {"gateway", "--help"},
 	} {
 		code, out, errs := run(t, c...)
@@ -497,6 +497,11 @@ func TestCommandHelpAndUsage(t *testing.T) {
 		{"history"}, {"history", "bad id!"}, {"history", "conv/"}, {"routing"}, {"routing", "get"}, {"routing", "get", "nokind"},
 		{"lock", "force-release", "conv/x"}, {"lock", "force-release", "conv/x", "--approver", "a"},
 		{"lock", "force-release", "conv/x", "--approver", "a", "--approver", "A "}, {"lock", "unlock"},
+		{"fence"}, {"fence", "clear"}, {"fence", "clear", "conv/x", "--approver", "a", "--approver", "b"},
+		{"fence", "clear", "conv/x", "--region", "us-east"}, {"fence", "clear", "conv/x", "--region", "us-east", "--approver", "a"},
+		{"fence", "clear", "conv/x", "--region", "us-east", "--approver", "a", "--approver", " A"},
+		{"fence", "clear", "conv/x", "--region", "US East", "--approver", "a", "--approver", "b"},
+		{"fence", "clear", "nokind", "--region", "us-east", "--approver", "a", "--approver", "b"},
 		{"probe", "--region", "us-east", "--target", "us-east"}, {"probe", "extra"},
 		{"nats", "--port", "-1"}, {"nats", "--routes", "nats-route://127.0.0.1:6222"}, {"nats", "--port", "x"},
 		{"service"}, {"service", "--region", "Bad Region"}, {"service", "--region", "eu-west", "--log-level", "loud"},

@@ -108,6 +108,9 @@ func History(ctx context.Context, r HistoryRequest, stdout io.Writer) error {
 		if b, ok := tl.evs[0].Body.(events.ForceReleased); ok && last.Resource == "" {
 			head = fmt.Sprintf("force-release audit %s  %s", tl.id, b.Resource)
 		}
+		if b, ok := tl.evs[0].Body.(events.FenceForceCleared); ok && last.Resource == "" {
+			head = fmt.Sprintf("fence-clear audit %s  %s at %s", tl.id, b.Resource, b.Region)
+		}
 		fmt.Fprintln(stdout, head)
 		fmt.Fprintf(stdout, "  %-12s  %9s  %-18s  %-18s  %s\n", "TIME", "ELAPSED", "EVENT", "PHASE", "DETAILS")
 		for _, e := range tl.evs {
@@ -118,7 +121,7 @@ func History(ctx context.Context, r HistoryRequest, stdout io.Writer) error {
 }
 
 // ofResource reports whether a migration's last event belongs to res: its
-// state's resource, or an audited force-release of res.
+// state's resource, or an audited force-release or fence clear of res.
 func ofResource(e *events.Envelope, res string) bool {
 	if e.MigrationID == "" {
 		return false
@@ -127,6 +130,9 @@ func ofResource(e *events.Envelope, res string) bool {
 		return true
 	}
 	if b, ok := e.Body.(events.ForceReleased); ok && b.Resource == res {
+		return true
+	}
+	if b, ok := e.Body.(events.FenceForceCleared); ok && b.Resource == res {
 		return true
 	}
 	return false

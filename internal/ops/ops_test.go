@@ -38,6 +38,11 @@ func TestUsageErrors(t *testing.T) {
 		"history bad resource":  History(ctx, HistoryRequest{NATS: nats, Of: "conv/"}, w),
 		"routing bad resource":  GetRouting(ctx, RoutingRequest{NATS: nats, Resource: "nokind"}, w),
 		"one approver twice":    ForceRelease(ctx, ForceReleaseRequest{NATS: nats, Resource: "conv/a", Approvers: []string{"a", " A"}}, w, w),
+		"fence one approver":    ClearFence(ctx, ClearFenceRequest{NATS: nats, Resource: "conv/a", Region: "us-east", Approvers: []string{"a"}}, w, w),
+		"fence approver twice":  ClearFence(ctx, ClearFenceRequest{NATS: nats, Resource: "conv/a", Region: "us-east", Approvers: []string{"a", " A"}}, w, w),
+		"fence no region":       ClearFence(ctx, ClearFenceRequest{NATS: nats, Resource: "conv/a", Approvers: []string{"a", "b"}}, w, w),
+		"fence bad region":      ClearFence(ctx, ClearFenceRequest{NATS: nats, Resource: "conv/a", Region: "US", Approvers: []string{"a", "b"}}, w, w),
+		"fence bad resource":    ClearFence(ctx, ClearFenceRequest{NATS: nats, Resource: "conv/", Region: "us-east", Approvers: []string{"a", "b"}}, w, w),
 		"probe same regions":    Probe(ctx, ProbeRequest{NATS: nats, Region: "us-east", Target: "us-east"}, w, w),
 	} {
 		if !errors.Is(err, ErrUsage) {

@@ -129,6 +129,8 @@ func describe(e *events.Envelope) string {
 		return strings.Join(parts, "; ")
 	case events.ForceReleased:
 		return fmt.Sprintf("%s released by %s: %s", b.Resource, strings.Join(b.Approvers, " + "), b.Reason)
+	case events.FenceForceCleared:
+		return fmt.Sprintf("%s fence cleared at %s (%s; token %s) by %s: %s", b.Resource, b.Region, strings.Join(b.Services, ", "), b.Token, strings.Join(b.Approvers, " + "), b.Reason)
 	}
 	return ""
 }
