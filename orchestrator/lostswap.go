@@ -25,8 +25,8 @@ const maxSwapChain = 32
 // its own. false, nil: no swap of ours is recorded. It costs no read
 // unless doc shows a swap we did not see at our pre-lock.
 func (w *Worker) ownSwap(ctx context.Context, st *events.State, doc *kvrouting.Document) (bool, error) {
-	if doc == nil || doc.LastSwap == nil || st.Token == "" {
-		return false, nil
+	if doc == nil || doc.LastSwap == nil || st.Token == "" || st.WriteLockedAt.IsZero() {
+		return false, nil // an attempt that never held the write lock never swapped
 	}
 	if doc.SwappedBy(st.ID, kvrouting.Token(st.Token)) {
 		return true, nil

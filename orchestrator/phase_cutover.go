@@ -107,7 +107,7 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 		return fail(o)
 	}
 	// Line 19: ONE conditional write. A swap replayed after a crash is
-	// recognised by kvrouting (our token on the old location).
+	// recognised by kvrouting (the document's LastSwap names our token).
 	d, err := w.cfg.Locker.Swap(ctx, res, kvrouting.Token(st.Token), w.cached(st))
 	if o, bad := w.lockErr(ctx, st, res, err); bad {
 		return fail(o)
