@@ -225,3 +225,50 @@ func FuzzDecodeDocument(f *testing.F) {
 		}
 	})
 }
+
+// TestLapsedLockIsNotCached is issue 14 #6: a document cached while the
+// write lock was held names the source; once the resource has swapped and
+// the lock's expiry has passed, the resolver must not serve that copy for
+// the rest of the cache's lifetime (an hour here), but read through and name
+// the new primary.
+func TestLapsedLockIsNotCached(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	r := newResolver(t, e, ResolverConfig{Tiers: []*Tier{NewTier("local", time.Hour, 0)}})
+	res := mustRegister(t, e, "lapsed", "us-east")
+	g, err := e.lk.PreLock(ctx, res, "eu-west", "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(e.lk.Config().ConvergenceDelay + 2*e.lk.Config().ClockSkew)
+	doc, err := e.lk.EscalateHardDelete(ctx, res, g.Token, g.Doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err = e.lk.EscalateWrite(ctx, res, g.Token, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Phase 3: the resolver caches the write-locked document (primary = source).
+	rs, err := r.Resolve(ctx, res)
+	if err != nil || rs.Doc.Primary.Region != "us-east" || rs.Doc.Primary.Lock.Type != LockWrite {
+		t.Fatalf("resolve under the write lock: %v %+v", err, rs.Doc)
+	}
+	if _, err := e.lk.Swap(ctx, res, g.Token, doc); err != nil {
+		t.Fatal(err)
+	}
+	// The write lock's expiry (and the skew) pass; the cached copy is
+	// younger than the cache's hour.
+	e.clock.Advance(e.lk.Config().WriteLease + 2*e.lk.Config().ClockSkew)
+	rs, err = r.Resolve(ctx, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Doc.Primary.Region != "eu-west" {
+		t.Fatalf("after the swap and the lock's expiry the resolver names %s (from %s), want eu-west", rs.Doc.Primary.Region, rs.Source)
+	}
+	// The swapped document carries no primary lock: it is cached again.
+	if rs, err := r.Resolve(ctx, res); err != nil || rs.Source != FromCache {
+		t.Fatalf("swapped document not cached: %v %v", err, rs.Source)
+	}
+}
