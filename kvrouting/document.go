@@ -149,6 +149,23 @@ func (d *Document) ActiveLock(now time.Time, skew time.Duration) bool {
 }
 
 // Token returns the token of the migration holding the document, if any.
+// Cacheable reports whether a cached copy of d may be served without
+// reading through to the leader at now: only while its primary carries no
+// lock, or a lock whose start (less the skew) is still ahead.
+//
+// The paper's rule serves a cached record that carries no ACTIVE lock
+// (paper 000 §3.2); that misses a lock that has lapsed: a document cached
+// during Phase 3 (write lock held, primary = the source) would be served as
+// current once the lock expired, for the rest of the cache's lifetime,
+// sending reads to the old source and writes into its post-swap fence. A
+// lock, once started, means a migration may have moved the resource since,
+// in force or not; only a swap or a release (which leave the primary
+// unlocked) makes a document cacheable again (issue 14 #6).
+func (d *Document) Cacheable(now time.Time, skew time.Duration) bool {
+	l := d.Primary.Lock
+	return l.Type == LockNone || now.Before(l.NotBefore.Add(-skew))
+}
+
 func (d *Document) Token() Token { return d.Primary.Lock.Token }
 
 // Encode serialises the document (msgpack) with the current schema version.

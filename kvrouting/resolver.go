@@ -77,7 +77,8 @@ type Resolution struct {
 
 // Resolver resolves routing documents through the cache tiers (paper 000
 // §3.2, Listing 1). A cache hit is served unless the cached document
-// carries an active lock; then, and whenever a freshly read document
+// carries a lock that has started, in force or lapsed (Document.Cacheable);
+// then, and whenever a freshly read document
 // carries one, the resolver reads through to the stream leader. A miss reads
 // the region's mirror when it is within the staleness bound, else the
 // leader. Safe for concurrent use.
@@ -143,9 +144,10 @@ func (r *Resolver) Resolve(ctx context.Context, res Resource) (Resolution, error
 		if !ok {
 			continue
 		}
-		if doc.ActiveLock(now, r.cfg.ClockSkew) {
+		if !doc.Cacheable(now, r.cfg.ClockSkew) {
 			// paper 000 §3.2: a cached record with an active lock is never
-			// trusted; the orchestrator may have moved it since.
+			// trusted; the orchestrator may have moved it since. Nor is one
+			// whose lock has lapsed (Document.Cacheable, issue 14 #6).
 			return r.readThrough(ctx, res, key)
 		}
 		for _, up := range r.cfg.Tiers[:i] {
@@ -157,7 +159,7 @@ func (r *Resolver) Resolve(ctx context.Context, res Resource) (Resolution, error
 	if err != nil {
 		return Resolution{}, err
 	}
-	if src == FromMirror && doc.ActiveLock(r.cfg.Clock(), r.cfg.ClockSkew) {
+	if src == FromMirror && !doc.Cacheable(r.cfg.Clock(), r.cfg.ClockSkew) {
 		// A replica's view of a locked document is never used for
 		// enforcement (paper 000 §5.4, "What five minutes of staleness does").
 		return r.readThrough(ctx, res, key)
