@@ -122,7 +122,7 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.
 	rs := make([]result, len(pending))
 	var wg sync.WaitGroup
 	for i, p := range pending {
-		req := contract.ExportRequest{Resource: st.Resource, Mode: mode, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit}
+		req := contract.ExportRequest{Resource: st.Resource, Mode: mode, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit, Attempt: uint32(max(st.Attempt, 0))}
 		if mode == contract.Delta {
 			req.Cursor = p.DeltaCursor
 		}

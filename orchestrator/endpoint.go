@@ -80,6 +80,7 @@ func (e localEndpoint) Export(ctx context.Context, _ string, req contract.Export
 	if err != nil {
 		return PageInfo{}, err
 	}
+	pg.Attempt = req.Attempt
 	return PageInfo{Service: pg.Service, Mode: pg.Mode, SyncToken: pg.SyncToken, Cursor: pg.Cursor, Next: pg.Next,
 		More: pg.More, Count: len(pg.Records), Dependents: pg.Dependents, Page: &pg}, nil
 }

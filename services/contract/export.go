@@ -37,6 +37,11 @@ type ExportRequest struct {
 	Cursor uint64 `msgpack:"cur"`
 	// Limit caps the records in the page (0 = DefaultPageLimit).
 	Limit int `msgpack:"lim"`
+	// Attempt is the migration attempt the export runs for (1, 2, …; 0 for
+	// callers outside a migration). It is copied into the page and its
+	// page id, so a rescheduled attempt never gets the previous attempt's
+	// deduplicated page (issue 14 #5).
+	Attempt uint32 `msgpack:"att,omitempty"`
 }
 
 // DefaultPageLimit is the page size when a request sets none.
@@ -59,6 +64,8 @@ type Page struct {
 	// Dependents are resources referenced by records of this page that
 	// migrate on their own (child migrations), e.g. "media/m1".
 	Dependents []string `msgpack:"deps,omitempty"`
+	// Attempt is the request's Attempt (see ExportRequest).
+	Attempt uint32 `msgpack:"att,omitempty"`
 }
 
 // ImportResult reports what an import applied.

@@ -274,7 +274,7 @@ func TestPublishSameMsgIDOnce(t *testing.T) {
 		t.Fatalf("PAGES holds %d messages, want 1", n)
 	}
 	// The same with a raw publish carrying the id the page got.
-	id := contractnats.MsgID("mig-d", "messages", contract.Historical, 7, 0)
+	id := contractnats.MsgID("mig-d", "messages", contract.Historical, 0, 7, 0)
 	data, _ := msgpack.Marshal(&page)
 	for range 2 {
 		m := nats.NewMsg(contractnats.PageSubject("mig-d", "messages"))
@@ -609,5 +609,36 @@ func TestServeStopsWithContext(t *testing.T) {
 	}
 	if _, err := contractnats.Serve(t.Context(), e.nc, e.js, "eu", p, contractnats.ServeOptions{HandlerTimeout: -1}); !errors.Is(err, contractnats.ErrInvalidOptions) {
 		t.Fatalf("Serve with a negative timeout: %v", err)
+	}
+}
+
+// TestRescheduledAttemptPublishesItsOwnPage is issue 14 #5: a rescheduled
+// attempt exports the same position (same sync token and cursor: a physical
+// delete does not advance the change sequence) with different records; its
+// page must be stored, not deduplicated against the previous attempt's.
+func TestRescheduledAttemptPublishesItsOwnPage(t *testing.T) {
+	e := newEnv(t)
+	page := contract.Page{
+		Service: "reactions", Resource: res, Mode: contract.Delta, SyncToken: 7, Cursor: 3, Next: 4, Attempt: 1,
+		Records: []contract.Record{{ID: "r1", Version: 1, Seq: 3, Data: []byte("+1")}},
+	}
+	first, err := contractnats.PublishPage(t.Context(), e.js, "mig-r", page)
+	if err != nil || first.Duplicate {
+		t.Fatalf("attempt 1: %+v, %v", first, err)
+	}
+	page.Attempt = 2
+	page.Records = []contract.Record{{ID: "r1", Version: 2, Seq: 3, Deleted: true}}
+	second, err := contractnats.PublishPage(t.Context(), e.js, "mig-r", page)
+	if err != nil || second.Duplicate || second.Seq == first.Seq {
+		t.Fatalf("attempt 2 = %+v, %v; want a new page, not attempt 1's (seq %d)", second, err, first.Seq)
+	}
+	got, err := contractnats.FetchPage(t.Context(), e.js, "mig-r", "reactions", second.Seq)
+	if err != nil || len(got.Records) != 1 || !got.Records[0].Deleted || got.Attempt != 2 {
+		t.Fatalf("FetchPage = %+v, %v", got, err)
+	}
+	// Within one attempt a retried publish is still deduplicated.
+	again, err := contractnats.PublishPage(t.Context(), e.js, "mig-r", page)
+	if err != nil || !again.Duplicate || again.Seq != second.Seq {
+		t.Fatalf("attempt 2 again = %+v, %v", again, err)
 	}
 }

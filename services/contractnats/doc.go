@@ -25,7 +25,7 @@
 //
 //	cutover.pages.<migrationID>.<service>
 //
-// with Nats-Msg-Id "<migrationID>/<service>/<mode>/<synctoken>/<cursor>", and
+// with Nats-Msg-Id "<migrationID>/<service>/<mode>[@<attempt>]/<synctoken>/<cursor>", and
 // replies with a small PageRef naming the stream sequence. A publish whose
 // outcome is unknown (timeout) is retried with the same id; the stream's
 // duplicate window makes the retry safe (DESIGN.md "Durability and

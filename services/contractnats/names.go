@@ -102,17 +102,25 @@ func PageSubject(migrationID, service string) string {
 }
 
 // MsgID returns the Nats-Msg-Id of a page:
-// "<migrationID>/<service>/<mode>/<synctoken>/<cursor>". Two exports of the
-// same page position get the same id, so a retried publish is deduplicated
-// by the stream (DESIGN.md "Durability and hazards").
-func MsgID(migrationID, service string, mode contract.ExportMode, syncToken, cursor uint64) string {
+// "<migrationID>/<service>/<mode>/<synctoken>/<cursor>", or with an attempt
+// "<migrationID>/<service>/<mode>@<attempt>/<synctoken>/<cursor>". Two
+// exports of the same page position in one attempt get the same id, so a
+// retried publish is deduplicated by the stream (DESIGN.md "Durability and
+// hazards"); a rescheduled attempt gets its own (issue 14 #5: a physical
+// delete does not advance the change sequence, so the same position can
+// hold different records in the next attempt).
+func MsgID(migrationID, service string, mode contract.ExportMode, attempt uint32, syncToken, cursor uint64) string {
 	var b strings.Builder
-	b.Grow(len(migrationID) + len(service) + 48)
+	b.Grow(len(migrationID) + len(service) + 60)
 	b.WriteString(migrationID)
 	b.WriteByte('/')
 	b.WriteString(service)
 	b.WriteByte('/')
 	b.WriteString(mode.String())
+	if attempt != 0 {
+		b.WriteByte('@')
+		b.WriteString(strconv.FormatUint(uint64(attempt), 10))
+	}
 	b.WriteByte('/')
 	b.WriteString(strconv.FormatUint(syncToken, 10))
 	b.WriteByte('/')

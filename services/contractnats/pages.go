@@ -117,7 +117,7 @@ func (p publisher) publish(ctx context.Context, migrationID string, page contrac
 		return PageRef{}, err
 	}
 	subject := PageSubject(migrationID, page.Service)
-	id := MsgID(migrationID, page.Service, page.Mode, page.SyncToken, page.Cursor)
+	id := MsgID(migrationID, page.Service, page.Mode, page.Attempt, page.SyncToken, page.Cursor)
 	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
 	var ack *jetstream.PubAck
 	for attempt := 1; ; attempt++ {

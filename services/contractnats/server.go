@@ -355,6 +355,7 @@ func (s *Server) export(ctx context.Context, body []byte) (any, error) {
 	default:
 		return nil, contract.Errorf(contract.CodeInternal, "participant %q exported a page of service %q", s.service, page.Service)
 	}
+	page.Attempt = r.Request.Attempt
 	if len(page.Records) == 0 {
 		// Nothing to import: no synced publish (see the package doc). A
 		// retry that finds records later publishes them under the same

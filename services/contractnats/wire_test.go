@@ -104,8 +104,11 @@ func TestDecodeRandom(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	if got := MsgID("mig-1", "messages", contract.Delta, 5, 9); got != "mig-1/messages/delta/5/9" {
+	if got := MsgID("mig-1", "messages", contract.Delta, 0, 5, 9); got != "mig-1/messages/delta/5/9" {
 		t.Fatalf("MsgID = %q", got)
+	}
+	if got := MsgID("mig-1", "messages", contract.Delta, 2, 5, 9); got != "mig-1/messages/delta@2/5/9" {
+		t.Fatalf("MsgID with attempt = %q", got)
 	}
 	if got := EndpointSubject("eu", "messages", OpExport); got != "cutover.contract.eu.messages.export" {
 		t.Fatalf("EndpointSubject = %q", got)
