@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -45,10 +46,14 @@ func (a u128) bytes() (out [16]byte) {
 	return out
 }
 
-// recordHash is the 128-bit hash of a live record's content. Every field is
-// length-prefixed so that no two different records encode alike.
+// recordHash is the 128-bit hash of a live record's content, version and
+// update time. Every field is length-prefixed so that no two different
+// records encode alike. Version and UpdatedAt are in it (format 2, issue 14
+// #7): two regions holding the same content at different versions must not
+// validate as equal, or a later import's version rule (paper 001 A3) would
+// work on an unvalidated base.
 func recordHash(r *Record) u128 {
-	n := 5*binary.MaxVarintLen64 + len(r.ID) + len(r.Kind) + 8 + len(r.Data)
+	n := 5*binary.MaxVarintLen64 + len(r.ID) + len(r.Kind) + 24 + len(r.Data)
 	for _, ref := range r.Refs {
 		n += binary.MaxVarintLen64 + len(ref)
 	}
@@ -58,6 +63,8 @@ func recordHash(r *Record) u128 {
 	b = binary.AppendUvarint(b, uint64(len(r.Kind)))
 	b = append(b, r.Kind...)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.CreatedAt))
+	b = binary.BigEndian.AppendUint64(b, r.Version)
+	b = binary.BigEndian.AppendUint64(b, uint64(r.UpdatedAt))
 	b = binary.AppendUvarint(b, uint64(len(r.Data)))
 	b = append(b, r.Data...)
 	b = binary.AppendUvarint(b, uint64(len(r.Refs)))
@@ -123,4 +130,73 @@ func decodeDigest(b []byte) (storedDigest, error) {
 	var d storedDigest
 	err := msgpack.Unmarshal(b, &d)
 	return d, err
+}
+
+// rebuildDigests recomputes every resource's slice digests from its live
+// records and records format 2, in one synced batch: a store written with
+// format 1 (digests without Version and UpdatedAt) is upgraded on open. A
+// crash before the batch commits leaves format 1, and the next open
+// rebuilds again.
+func (s *Store) rebuildDigests() error {
+	type key struct {
+		res   string
+		slice int64
+	}
+	sums := map[key]*storedDigest{}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{famRecord}, UpperBound: []byte{famRecord + 1}})
+	if err != nil {
+		return fmt.Errorf("store: rebuild digests: %w", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		i := bytes.IndexByte(k, sep)
+		if i < 1 {
+			_ = it.Close()
+			return corruptf("record key %q", k)
+		}
+		e, err := decodeEntry(it.Value())
+		if err != nil {
+			_ = it.Close()
+			return corruptf("record key %q: %w", k, err)
+		}
+		if e.Deleted {
+			continue
+		}
+		dk := key{string(k[1:i]), s.SliceOf(e.CreatedAt)}
+		d := sums[dk]
+		if d == nil {
+			d = &storedDigest{}
+			sums[dk] = d
+		}
+		v := u128{d.Hi, d.Lo}.add(recordHash(&e.Record))
+		d.Hi, d.Lo, d.Count = v.hi, v.lo, d.Count+1
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("store: rebuild digests: %w", err)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange([]byte{famDigest}, []byte{famDigest + 1}, nil); err != nil {
+		return err
+	}
+	for k, d := range sums {
+		v, err := msgpack.Marshal(d)
+		if err != nil {
+			return fmt.Errorf("store: encode digest: %w", err)
+		}
+		if err := b.Set(digestKey(k.res, k.slice), v, nil); err != nil {
+			return err
+		}
+	}
+	fi, err := msgpack.Marshal(&formatInfo{Version: formatVersion, SliceWidth: int64(s.opts.SliceWidth)})
+	if err != nil {
+		return fmt.Errorf("store: encode format: %w", err)
+	}
+	if err := b.Set(formatKey, fi, nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("store: rebuild digests: %w", err)
+	}
+	return nil
 }

@@ -14,9 +14,9 @@
 // Integers are 8-byte big-endian so that byte order is numeric order; times
 // and CreatedAt are unix nanoseconds and validated to be non-negative.
 //
-//	V                                        -> format {version, slice width}
+//	V                                        -> format {version (2), slice width}; a format-1 store has its digests rebuilt on open
 //	c <name>                                 -> cursor bytes (verbatim)
-//	d <res> \x00 <slice:8>                   -> sliceDigest (live records only)
+//	d <res> \x00 <slice:8>                   -> sliceDigest (live records only; the hash covers content, Version, UpdatedAt)
 //	f <res>                                  -> Fence
 //	i <res> \x00 <kind> \x00 <created:8> <id> -> "" kind index, live records only (List)
 //	q <res> \x00 <seq:8>                     -> <id> change index, live and tombstones (Changes)

@@ -119,4 +119,6 @@ type formatInfo struct {
 	SliceWidth int64 `msgpack:"w"`
 }
 
-const formatVersion = 1
+// formatVersion 2: slice digests include Version and UpdatedAt (format 1
+// stores are upgraded on open by rebuildDigests).
+const formatVersion = 2

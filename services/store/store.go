@@ -103,11 +103,13 @@ func (s *Store) checkFormat() error {
 		return nil
 	case err != nil:
 		return err
-	case fi.Version != formatVersion:
+	case fi.Version != 1 && fi.Version != formatVersion:
 		return corruptf("format version %d, want %d", fi.Version, formatVersion)
 	case fi.SliceWidth != int64(s.opts.SliceWidth):
 		return invalidf("SliceWidth %s, store was created with %s",
 			s.opts.SliceWidth, time.Duration(fi.SliceWidth))
+	case fi.Version == 1:
+		return s.rebuildDigests()
 	}
 	return nil
 }
