@@ -172,6 +172,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: negative %s", ErrInvalid, name)
 		}
 	}
+	if c.AckWait < c.StepTimeout {
+		// A step may run for StepTimeout without telling the consumer it is
+		// alive; a shorter ack wait hands the same migration to a second
+		// worker while the first is still copying (issue 14 #1: two
+		// workers importing for one attempt). The import grant makes that
+		// safe, this keeps it rare.
+		return fmt.Errorf("%w: ack wait %s shorter than the step timeout %s", ErrInvalid, c.AckWait, c.StepTimeout)
+	}
 	if c.PhaseRetries < 1 || c.MaxAttempts < 1 || c.Parallel < 1 || c.Partitions < 1 || c.BackgroundSteps < 1 || c.PagesPerStep < 1 {
 		return fmt.Errorf("%w: retries, attempts, parallelism, background steps, pages per step and partitions must be positive", ErrInvalid)
 	}

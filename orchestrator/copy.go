@@ -60,6 +60,10 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, 
 	if err != nil {
 		return nil, err
 	}
+	granted, err := w.grantImport(ctx, st, tgt)
+	if err != nil {
+		return nil, err
+	}
 	type exported struct {
 		req contract.ExportRequest
 		pi  PageInfo
@@ -96,6 +100,9 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, 
 			return out, fmt.Errorf("export %s: %w", service, e.err)
 		}
 		if e.pi.Count > 0 {
+			if granted {
+				e.pi.Grant = st.Token
+			}
 			if _, err := tgt.Import(ctx, st.ID, e.pi); err != nil {
 				return out, fmt.Errorf("import %s: %w", service, err)
 			}

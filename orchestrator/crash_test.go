@@ -34,7 +34,7 @@ func TestCrashResume(t *testing.T) {
 				e := mustEnv(t)
 				e.seed("conv/crash", 5)
 				cfg := e.config()
-				cfg.AckWait = 500 * time.Millisecond
+				cfg.AckWait, cfg.StepTimeout = time.Second, time.Second
 				var n atomic.Int32
 				crashed := make(chan struct{})
 				var once sync.Once
@@ -65,7 +65,7 @@ func TestCrashResume(t *testing.T) {
 				}
 				t0 := time.Now()
 				cfg2 := e.config()
-				cfg2.AckWait = 500 * time.Millisecond
+				cfg2.AckWait, cfg2.StepTimeout = time.Second, time.Second
 				e.startWorker(cfg2)
 				st := e.waitDone(id, 30*time.Second)
 				t.Logf("resumed in %s", time.Since(t0))

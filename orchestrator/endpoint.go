@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/cutover/cutover/services/contract"
 )
@@ -89,7 +90,28 @@ func (e localEndpoint) Import(ctx context.Context, _ string, page PageInfo) (con
 	if page.Page == nil {
 		return contract.ImportResult{}, fmt.Errorf("%w: in-process import needs the page itself", ErrInvalid)
 	}
-	return e.p.Import(ctx, *page.Page)
+	pg := *page.Page
+	pg.Grant = page.Grant
+	return e.p.Import(ctx, pg)
+}
+
+var _ contract.ImportGate = localEndpoint{}
+
+// GrantImport implements contract.ImportGate when the participant does; a
+// participant without grants imports ungated (nil).
+func (e localEndpoint) GrantImport(ctx context.Context, res, token string, expiry time.Time) error {
+	if g, ok := e.p.(contract.ImportGate); ok {
+		return g.GrantImport(ctx, res, token, expiry)
+	}
+	return nil
+}
+
+// RevokeImport implements contract.ImportGate when the participant does.
+func (e localEndpoint) RevokeImport(ctx context.Context, res, token string) error {
+	if g, ok := e.p.(contract.ImportGate); ok {
+		return g.RevokeImport(ctx, res, token)
+	}
+	return nil
 }
 
 func (e localEndpoint) Digests(ctx context.Context, res string) ([]contract.SliceDigest, error) {

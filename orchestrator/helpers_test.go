@@ -97,9 +97,9 @@ func (e *env) config() Config {
 	return Config{
 		Locker: e.locker, Directory: e.dir,
 		ConvergenceBuffer: 50 * time.Millisecond, ReplicationBound: 100 * time.Millisecond,
-		RenewMargin: 5 * time.Second, AckWait: 2 * time.Second, RetryBackoff: 50 * time.Millisecond,
+		RenewMargin: 5 * time.Second, AckWait: 4 * time.Second, RetryBackoff: 50 * time.Millisecond,
 		RescheduleBackoff: 200 * time.Millisecond, CleanupWindow: time.Hour, PageLimit: 7,
-		TenantPoll: 100 * time.Millisecond, StepTimeout: 10 * time.Second,
+		TenantPoll: 100 * time.Millisecond, StepTimeout: 4 * time.Second,
 	}
 }
 
@@ -275,6 +275,14 @@ func (f *flaky) ClearFence(ctx context.Context, resource, token string) error {
 		}
 	}
 	return f.Participant.ClearFence(ctx, resource, token)
+}
+
+func (f *flaky) GrantImport(ctx context.Context, resource, token string, expiry time.Time) error {
+	return f.Participant.(contract.ImportGate).GrantImport(ctx, resource, token, expiry)
+}
+
+func (f *flaky) RevokeImport(ctx context.Context, resource, token string) error {
+	return f.Participant.(contract.ImportGate).RevokeImport(ctx, resource, token)
 }
 
 func (f *flaky) Export(ctx context.Context, req contract.ExportRequest) (contract.Page, error) {

@@ -37,7 +37,7 @@ func newLostSwap(t *testing.T, res string) (*lostSwap, Config) {
 	ls.m1.Store("")
 	ls.m2.Store("")
 	cfg := e.config()
-	cfg.AckWait = 500 * time.Millisecond // a dropped step is redelivered soon
+	cfg.AckWait, cfg.StepTimeout = time.Second, time.Second // a dropped step is redelivered soon
 	cfg.CleanupWindow = 2 * time.Second
 	cfg.BeforeAppend = func(st *events.State, b events.Body) error {
 		if st.ID == ls.m1.Load() && b.Type() == events.TypeSwapped && !ls.m2PreLocked() {

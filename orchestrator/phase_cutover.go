@@ -30,6 +30,12 @@ func (w *Worker) cutover(ctx context.Context, st *events.State, res kvrouting.Re
 	if o, bad := w.verify(ctx, st, res); bad {
 		return o
 	}
+	// The copy is over: end this attempt's import grant at the target
+	// before validating, so no late import lands between validation and
+	// the swap, or after it (issue 14 #1, grant.go).
+	if err := w.revokeImports(ctx, st); err != nil {
+		return w.transient(st, err)
+	}
 	v := w.validate(ctx, st)
 	if w.writeExpired(st, w.cfg.Clock()) && v.OK {
 		return w.rollback(ctx, st, res, "write lock expired")

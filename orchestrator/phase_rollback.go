@@ -81,6 +81,11 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 			}
 		}
 	}
+	// No import of this attempt may land at the target from here on, or
+	// after its cleanup (issue 14 #1, grant.go).
+	if err := w.revokeImports(ctx, st); err != nil {
+		return waitFor(w.cfg.RetryBackoff)
+	}
 	// Never ask a region to clean up while routing names it the primary or
 	// a migration's target (contract.Participant.Cleanup; each participant
 	// enforces it under its own lock, this spares the request).

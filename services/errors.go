@@ -34,7 +34,7 @@ func ToError(err error) *contract.Error {
 		return &contract.Error{Code: contract.CodeInvalid, Message: err.Error()}
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, kvrouting.ErrNotFound):
 		return &contract.Error{Code: contract.CodeNotFound, Message: err.Error()}
-	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrDeleted), errors.Is(err, store.ErrFenceHeld), errors.Is(err, store.ErrTokenRetired), errors.Is(err, kvrouting.ErrConflict),
+	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrDeleted), errors.Is(err, store.ErrFenceHeld), errors.Is(err, store.ErrTokenRetired), errors.Is(err, store.ErrNoGrant), errors.Is(err, kvrouting.ErrConflict),
 		errors.Is(err, kvrouting.ErrExists), errors.Is(err, kvrouting.ErrTokenMismatch), errors.Is(err, kvrouting.ErrIllegalTransition):
 		return &contract.Error{Code: contract.CodeConflict, Message: err.Error()}
 	case errors.Is(err, kvrouting.ErrUnavailable):

@@ -149,7 +149,13 @@ func (p *StoreParticipant) Import(ctx context.Context, page contract.Page) (cont
 	if page.Service != "" && page.Service != p.service {
 		return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page of service %q imported into %q", page.Service, p.service)
 	}
-	n, err := p.st.Import(page.Resource, page.Records)
+	var n int
+	var err error
+	if page.Grant != "" {
+		n, err = p.st.ImportGranted(page.Resource, page.Grant, page.Records)
+	} else {
+		n, err = p.st.Import(page.Resource, page.Records)
+	}
 	if err != nil {
 		return contract.ImportResult{}, ToError(err)
 	}
@@ -189,6 +195,18 @@ func (p *StoreParticipant) SetFence(ctx context.Context, resource string, f cont
 // ClearFence implements contract.Participant.
 func (p *StoreParticipant) ClearFence(ctx context.Context, resource, token string) error {
 	return toErr(p.st.ClearFence(resource, token))
+}
+
+var _ contract.ImportGate = (*StoreParticipant)(nil)
+
+// GrantImport implements contract.ImportGate (store.Store.GrantImport).
+func (p *StoreParticipant) GrantImport(ctx context.Context, resource, token string, expiry time.Time) error {
+	return toErr(p.st.GrantImport(resource, token, expiry))
+}
+
+// RevokeImport implements contract.ImportGate (store.Store.RevokeImport).
+func (p *StoreParticipant) RevokeImport(ctx context.Context, resource, token string) error {
+	return toErr(p.st.RevokeImport(resource, token))
 }
 
 var _ contract.FenceAdmin = (*StoreParticipant)(nil)

@@ -119,6 +119,9 @@ func (c *Config) EnsureDefaults() error {
 	if o.AckWait == 0 {
 		o.AckWait = 5 * time.Second
 	}
+	if o.StepTimeout == 0 {
+		o.StepTimeout = min(o.AckWait, orchestrator.DefaultStepTimeout) // Validate: ack wait ≥ step timeout
+	}
 	if o.TenantPoll == 0 {
 		o.TenantPoll = 100 * time.Millisecond
 	}

@@ -18,6 +18,9 @@ type PageInfo struct {
 	Seq uint64
 	// Page is the page itself (in-process transports).
 	Page *Page
+	// Grant is the import grant's token the page is imported under
+	// (ImportGate); "" imports ungated.
+	Grant string
 }
 
 // Endpoint reaches the migration contract (paper 001 §5.1) of one service

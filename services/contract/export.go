@@ -66,6 +66,11 @@ type Page struct {
 	Dependents []string `msgpack:"deps,omitempty"`
 	// Attempt is the request's Attempt (see ExportRequest).
 	Attempt uint32 `msgpack:"att,omitempty"`
+	// Grant is the migration attempt's token when the page is imported
+	// under an import grant (ImportGate): a participant then applies it
+	// only while that grant is in force. Set by the importing side, never
+	// by the exporter; "" imports ungated (tools and tests).
+	Grant string `msgpack:"grant,omitempty"`
 }
 
 // ImportResult reports what an import applied.

@@ -94,12 +94,39 @@ func (c *Client) ExportToStream(ctx context.Context, migrationID string, req con
 // service's, or not a page), CodeNotFound (no message at seq), CodeUnavailable,
 // and the participant's own codes.
 func (c *Client) ImportFromStream(ctx context.Context, migrationID string, seq uint64) (contract.ImportResult, error) {
+	return c.ImportGranted(ctx, migrationID, seq, "")
+}
+
+// ImportGranted is ImportFromStream under the import grant of token
+// (contract.ImportGate): the target applies the page only while that grant
+// is in force; otherwise CodeConflict and nothing changes. "" is ungated.
+func (c *Client) ImportGranted(ctx context.Context, migrationID string, seq uint64, token string) (contract.ImportResult, error) {
 	if err := ValidateMigrationID(migrationID); err != nil {
 		return contract.ImportResult{}, invalid("%v", err)
 	}
 	var res contract.ImportResult
-	err := c.call(ctx, OpImport, &importRequest{Migration: migrationID, Seq: seq}, &res)
+	err := c.call(ctx, OpImport, &importRequest{Migration: migrationID, Seq: seq, Grant: token}, &res)
 	return res, err
+}
+
+var _ contract.ImportGate = (*Client)(nil)
+
+// GrantImport lets imports under token be applied to resource at the
+// service until expiry (contract.ImportGate; expiry travels in unix ms).
+func (c *Client) GrantImport(ctx context.Context, resource, token string, expiry time.Time) error {
+	if token == "" || expiry.IsZero() {
+		return invalid("grant without token or expiry")
+	}
+	return c.call(ctx, OpGrant, &grantRequest{Resource: resource, Token: token, Expiry: expiry.UnixMilli()}, nil)
+}
+
+// RevokeImport ends token's import grant at resource and retires the token
+// (contract.ImportGate).
+func (c *Client) RevokeImport(ctx context.Context, resource, token string) error {
+	if token == "" {
+		return invalid("revoke without token")
+	}
+	return c.call(ctx, OpRevoke, &grantRequest{Resource: resource, Token: token}, nil)
 }
 
 // Checkpoint returns the highest page sequence of migrationID that the
@@ -212,6 +239,7 @@ func (c *Client) call(ctx context.Context, op string, req, resp any) error {
 		left := time.Until(dl)
 		left -= min(left/10, time.Second)
 		msg.Header.Set(HeaderTimeout, strconv.FormatInt(max(left.Milliseconds(), 1), 10))
+		msg.Header.Set(HeaderDeadline, strconv.FormatInt(time.Now().Add(left).UnixMilli(), 10))
 	}
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	if errors.Is(err, nats.ErrNoResponders) {

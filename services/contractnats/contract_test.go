@@ -433,7 +433,8 @@ func TestGarbledRequest(t *testing.T) {
 		{0x80, 0x80},                         // trailing bytes
 	}
 	ops := []string{contractnats.OpExport, contractnats.OpImport, contractnats.OpFence, contractnats.OpUnfence,
-		contractnats.OpForceUnfence, contractnats.OpCleanup, contractnats.OpDigests, contractnats.OpSlice, contractnats.OpCheckpoint}
+		contractnats.OpForceUnfence, contractnats.OpCleanup, contractnats.OpDigests, contractnats.OpSlice, contractnats.OpCheckpoint,
+		contractnats.OpGrant, contractnats.OpRevoke}
 	for _, op := range ops {
 		for i, p := range payloads {
 			reply, err := e.nc.RequestWithContext(t.Context(), contractnats.EndpointSubject("eu", "messages", op), p)

@@ -134,7 +134,17 @@ func (e *dirEndpoint) Import(ctx context.Context, migrationID string, p contract
 	if p.Seq == 0 {
 		return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page without a stream sequence")
 	}
-	return e.c.ImportFromStream(ctx, migrationID, p.Seq)
+	return e.c.ImportGranted(ctx, migrationID, p.Seq, p.Grant)
+}
+
+var _ contract.ImportGate = (*dirEndpoint)(nil)
+
+func (e *dirEndpoint) GrantImport(ctx context.Context, resource, token string, expiry time.Time) error {
+	return e.c.GrantImport(ctx, resource, token, expiry)
+}
+
+func (e *dirEndpoint) RevokeImport(ctx context.Context, resource, token string) error {
+	return e.c.RevokeImport(ctx, resource, token)
 }
 
 func (e *dirEndpoint) Digests(ctx context.Context, resource string) ([]contract.SliceDigest, error) {

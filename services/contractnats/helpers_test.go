@@ -151,7 +151,17 @@ func (r remote) Import(ctx context.Context, page contract.Page) (contract.Import
 	if err != nil {
 		return contract.ImportResult{}, err
 	}
-	return r.c.ImportFromStream(ctx, mig, ref.Seq)
+	return r.c.ImportGranted(ctx, mig, ref.Seq, page.Grant)
+}
+
+var _ contract.ImportGate = remote{}
+
+func (r remote) GrantImport(ctx context.Context, res, token string, expiry time.Time) error {
+	return r.c.GrantImport(ctx, res, token, expiry)
+}
+
+func (r remote) RevokeImport(ctx context.Context, res, token string) error {
+	return r.c.RevokeImport(ctx, res, token)
 }
 
 func (r remote) Digests(ctx context.Context, res string) ([]contract.SliceDigest, error) {

@@ -15,7 +15,7 @@ const (
 	// Discover asks $SRV.INFO.<ServiceName>.
 	ServiceName = "cutover-contract"
 	// Version is the micro service version, bumped when the wire changes.
-	Version = "1.0.0"
+	Version = "1.1.0"
 	// SubjectPrefix prefixes every contract endpoint subject:
 	// "cutover.contract.<region>.<service>.<op>".
 	SubjectPrefix = "cutover.contract"
@@ -42,7 +42,11 @@ const (
 	// (contract.FenceAdmin, `cutover fence clear`).
 	OpForceUnfence = "force-unfence"
 	OpCleanup      = "cleanup"
-	OpCheckpoint   = "checkpoint"
+	// OpGrant and OpRevoke are the target's import grant
+	// (contract.ImportGate, issue 14 #1; version 1.1.0).
+	OpGrant      = "grant"
+	OpRevoke     = "revoke"
+	OpCheckpoint = "checkpoint"
 )
 
 // Name limits: short enough that subjects, Msg-Ids and checkpoint names

@@ -24,6 +24,15 @@ import (
 // caller.
 const HeaderTimeout = "Cutover-Timeout-Ms"
 
+// HeaderDeadline is the request header in which a Client sends its
+// absolute deadline (unix milliseconds). A request that reaches its handler
+// after it (queued behind the server's slots, or held in a reconnect
+// buffer and sent after the caller gave up) is dropped unexecuted with
+// CodeUnavailable: its caller has gone, and an import or a fence applied
+// then could act for an attempt that has ended (issue 14 #1). Clocks are
+// assumed synchronised within the routing lock's skew margin.
+const HeaderDeadline = "Cutover-Deadline-Ms"
+
 // maxHandlerTimeout caps a timeout asked for by a request header.
 const maxHandlerTimeout = 10 * time.Minute
 
@@ -138,6 +147,8 @@ func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region st
 		{OpUnfence, s.clearFence},
 		{OpForceUnfence, s.forceClearFence},
 		{OpCleanup, s.cleanup},
+		{OpGrant, s.grantImport},
+		{OpRevoke, s.revokeImport},
 		{OpCheckpoint, s.checkpoint},
 	} {
 		if err := g.AddEndpoint(ep.op, s.handler(ep.h)); err != nil {
@@ -223,7 +234,7 @@ type handlerFunc func(ctx context.Context, body []byte) (any, error)
 // endpoint stats therefore count requests but not their errors or time.)
 func (s *Server) handler(h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
-		r := inbound{reply: req.Reply(), data: req.Data(), timeout: s.timeoutOf(req.Headers())}
+		r := inbound{reply: req.Reply(), data: req.Data(), timeout: s.timeoutOf(req.Headers()), deadline: deadlineOf(req.Headers())}
 		if !s.enter() {
 			s.replyError(r.reply, contract.Errorf(contract.CodeUnavailable, "contract %s/%s is stopping", s.region, s.service))
 			return
@@ -239,15 +250,26 @@ func (s *Server) handler(h handlerFunc) micro.Handler {
 
 // inbound is what a handler goroutine needs of a request.
 type inbound struct {
-	reply   string
-	data    []byte
-	timeout time.Duration
+	reply    string
+	data     []byte
+	timeout  time.Duration
+	deadline time.Time // zero: none sent
 }
 
 // serve handles one request and sends its reply.
 func (s *Server) serve(r inbound, h handlerFunc) {
+	if !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
+		s.replyError(r.reply, contract.Errorf(contract.CodeUnavailable,
+			"contract %s/%s: request past its deadline (%s), not executed", s.region, s.service, r.deadline.UTC().Format(time.RFC3339Nano)))
+		return
+	}
 	ctx, cancel := context.WithTimeout(s.base, r.timeout)
 	defer cancel()
+	if !r.deadline.IsZero() {
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithDeadline(ctx, r.deadline)
+		defer c2()
+	}
 	v, err := call(ctx, h, r.data)
 	if err != nil {
 		s.replyError(r.reply, s.toError(err))
@@ -295,6 +317,17 @@ func (s *Server) timeoutOf(hdr micro.Headers) time.Duration {
 		}
 	}
 	return s.opts.HandlerTimeout
+}
+
+// deadlineOf is the caller's absolute deadline from HeaderDeadline; zero
+// when absent or malformed (an older client: its relative timeout holds).
+func deadlineOf(hdr micro.Headers) time.Time {
+	if v := hdr.Get(HeaderDeadline); v != "" {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+			return time.UnixMilli(ms)
+		}
+	}
+	return time.Time{}
 }
 
 // toError translates a handler error; a context ended by Stop is
@@ -389,6 +422,7 @@ func (s *Server) importPage(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	page.Grant = r.Grant
 	res, err := s.p.Import(ctx, page)
 	if err != nil {
 		return nil, err
@@ -509,6 +543,47 @@ func (s *Server) forceClearFence(ctx context.Context, body []byte) (any, error) 
 		return nil, err
 	}
 	return &forceUnfenceReply{Fence: f}, nil
+}
+
+// importGate returns the participant's contract.ImportGate, or CodeInternal.
+func (s *Server) importGate() (contract.ImportGate, error) {
+	g, ok := s.p.(contract.ImportGate)
+	if !ok {
+		return nil, contract.Errorf(contract.CodeInternal, "%s at %s has no import grants", s.service, s.region)
+	}
+	return g, nil
+}
+
+// grantImport implements OpGrant.
+func (s *Server) grantImport(ctx context.Context, body []byte) (any, error) {
+	var r grantRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("grant request: %v", err)
+	}
+	if r.Token == "" || r.Expiry <= 0 {
+		return nil, invalid("grant request without token or expiry")
+	}
+	g, err := s.importGate()
+	if err != nil {
+		return nil, err
+	}
+	return nil, g.GrantImport(ctx, r.Resource, r.Token, time.UnixMilli(r.Expiry))
+}
+
+// revokeImport implements OpRevoke.
+func (s *Server) revokeImport(ctx context.Context, body []byte) (any, error) {
+	var r grantRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("revoke request: %v", err)
+	}
+	if r.Token == "" {
+		return nil, invalid("revoke request without token")
+	}
+	g, err := s.importGate()
+	if err != nil {
+		return nil, err
+	}
+	return nil, g.RevokeImport(ctx, r.Resource, r.Token)
 }
 
 // cleanup implements OpCleanup.

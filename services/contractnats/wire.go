@@ -54,6 +54,14 @@ type (
 	importRequest struct {
 		Migration string `msgpack:"mig"`
 		Seq       uint64 `msgpack:"seq"`
+		// Grant: the import grant's token (contract.ImportGate); "" ungated.
+		Grant string `msgpack:"grant,omitempty"`
+	}
+	grantRequest struct {
+		Resource string `msgpack:"res"`
+		Token    string `msgpack:"tok"`
+		// Expiry in unix milliseconds; 0 in a revoke.
+		Expiry int64 `msgpack:"exp,omitempty"`
 	}
 	resourceRequest struct {
 		Resource string `msgpack:"res"`

@@ -86,6 +86,10 @@ type Factory func(t *testing.T) Harness
 //   - cleanup removes the resource at the target;
 //   - cleanup deletes nothing at a region that routing names the primary
 //     or the target of a migration in flight (contract.Participant.Cleanup);
+//   - a participant with import grants (contract.ImportGate) applies a page
+//     carrying a Grant only while that grant is in force, and a revoked
+//     token stays retired (no late import after validation, the swap or a
+//     rollback);
 //   - bad requests give CodeInvalid and change nothing.
 func Run(t *testing.T, factory Factory) {
 	t.Helper()
@@ -111,6 +115,7 @@ var subtests = []struct {
 	{"FenceExpires", testFenceExpires},
 	{"Cleanup", testCleanup},
 	{"CleanupSparesPrimaryAndTarget", testCleanupSpares},
+	{"ImportGrant", testImportGrant},
 	{"EmptyResource", testEmptyResource},
 	{"BadRequests", testBadRequests},
 }

@@ -31,6 +31,13 @@ var (
 	// cleared at this store before: a late request of a finished attempt.
 	ErrTokenRetired = errors.New("store: fence token retired")
 
+	// ErrNoGrant is returned by ImportGranted when no import grant of the
+	// page's token is in force at this store: the page is a late delivery
+	// of an attempt whose copy has ended (validated, swapped or rolled
+	// back), and applying it could resurrect a delete or leak data into a
+	// region the resource never moved to (issue 14 #1). Nothing changes.
+	ErrNoGrant = errors.New("store: no import grant for this token")
+
 	// ErrInvalid is returned for a malformed argument (resource, id, kind,
 	// cursor name, token, fence, timestamps); nothing is changed.
 	ErrInvalid = errors.New("store: invalid argument")

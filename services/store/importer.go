@@ -21,7 +21,16 @@ import (
 // one atomic batch; an invalid record (ErrInvalid, including Version 0)
 // rejects the whole page. It returns how many records were applied. Errors:
 // ErrInvalid, ErrClosed, ErrCorrupt.
+//
+// Import is the ungated primitive for tools and tests; a migration imports
+// with ImportGranted.
 func (s *Store) Import(resource string, recs []Record) (applied int, err error) {
+	return s.importRecords(resource, recs, nil)
+}
+
+// importRecords implements Import and ImportGranted; gate, if set, runs
+// under the resource's lock before anything is read or written.
+func (s *Store) importRecords(resource string, recs []Record, gate func() error) (applied int, err error) {
 	if err := validResource(resource); err != nil {
 		return 0, err
 	}
@@ -42,6 +51,11 @@ func (s *Store) Import(resource string, recs []Record) (applied int, err error) 
 	defer s.leave()
 	unlock := s.lockResource(resource)
 	defer unlock()
+	if gate != nil {
+		if err := gate(); err != nil {
+			return 0, err
+		}
+	}
 
 	now := s.now()
 	b := s.db.NewBatch()

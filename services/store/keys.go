@@ -8,6 +8,7 @@ import (
 // Key families; see the layout in doc.go.
 const (
 	famFormat  = 'V'
+	famGrant   = 'g'
 	famCursor  = 'c'
 	famDigest  = 'd'
 	famFence   = 'f'
@@ -87,6 +88,8 @@ func digestKey(res string, slice int64) []byte {
 func fenceKey(res string) []byte { return append([]byte{famFence}, res...) }
 
 func stateKey(res string) []byte { return append([]byte{famState}, res...) }
+
+func grantKey(res string) []byte { return append([]byte{famGrant}, res...) }
 
 func cursorKey(name string) []byte { return append([]byte{famCursor}, name...) }
 

@@ -340,6 +340,16 @@ func (p *Participant) ClearFence(ctx context.Context, resource, token string) er
 	return p.c.sp.ClearFence(ctx, resource, token)
 }
 
+// GrantImport implements contract.ImportGate.
+func (p *Participant) GrantImport(ctx context.Context, resource, token string, expiry time.Time) error {
+	return p.c.sp.GrantImport(ctx, resource, token, expiry)
+}
+
+// RevokeImport implements contract.ImportGate.
+func (p *Participant) RevokeImport(ctx context.Context, resource, token string) error {
+	return p.c.sp.RevokeImport(ctx, resource, token)
+}
+
 // ForceClearFence implements contract.FenceAdmin (`cutover fence clear`).
 func (p *Participant) ForceClearFence(ctx context.Context, resource string) (contract.Fence, error) {
 	unlock := p.c.lock(resource)

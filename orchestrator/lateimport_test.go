@@ -1,0 +1,136 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/store"
+)
+
+// captureImports records a copy of every page imported at region's svc, as
+// a delayed import (a redelivered step on a second worker, a request held in
+// a reconnect buffer or queued behind a server's slots) would deliver it.
+func (e *env) captureImports(region, svc string) func() []contract.Page {
+	f := e.wrap(region, svc)
+	var mu sync.Mutex
+	var pages []contract.Page
+	f.onImport = func(p *contract.Page) error {
+		mu.Lock()
+		defer mu.Unlock()
+		c := *p
+		c.Records = append([]contract.Record(nil), p.Records...)
+		pages = append(pages, c)
+		return nil
+	}
+	return func() []contract.Page {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]contract.Page(nil), pages...)
+	}
+}
+
+// TestLateImportAfterSwapChangesNothing is issue 14 #1: W1's import of a
+// page is delayed; the migration validates and swaps; a user deletes a
+// reaction at the new primary (a physical delete: no fence there); W1's
+// import lands. It must change nothing: the reaction stays deleted.
+func TestLateImportAfterSwapChangesNothing(t *testing.T) {
+	e := mustEnv(t)
+	e.seed("conv/late", 10)
+	pages := e.captureImports("eu", "reactions")
+	e.startWorker(e.config())
+	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/late", Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("status %s: %s", st.Status, st.Reason)
+	}
+	got := pages()
+	if len(got) == 0 {
+		t.Fatal("no reactions page was imported")
+	}
+	eu := e.stores["eu"]["reactions"]
+	victim := got[0].Records[0].ID
+	if res, err := eu.Delete("conv/late", victim); err != nil || res.Tombstoned {
+		t.Fatalf("delete at the new primary: %+v %v (want a physical delete)", res, err)
+	}
+	for _, p := range got {
+		_, err := e.participant("eu", "reactions").Import(context.Background(), p)
+		if err == nil {
+			t.Fatalf("a late import of page %d after the swap was accepted", p.Cursor)
+		}
+		if c := contract.AsError(err).Code; c != contract.CodeConflict {
+			t.Fatalf("late import: %v (code %s), want conflict", err, c)
+		}
+	}
+	if _, err := eu.Get("conv/late", victim); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the deleted reaction is back after a late import: %v", err)
+	}
+}
+
+// TestLateImportAfterRollbackLeavesNothing: an import of a rolled-back
+// attempt that arrives after the rollback's cleanup must not leave data in
+// a region the resource never moved to (a residency leak).
+func TestLateImportAfterRollbackLeavesNothing(t *testing.T) {
+	e := mustEnv(t)
+	e.seed("conv/leak", 10)
+	pages := e.captureImports("eu", "reactions")
+	// Validation fails on every attempt: a record is lost at the target.
+	f := e.wrap("eu", "messages")
+	f.onImport = func(p *contract.Page) error {
+		if len(p.Records) > 0 {
+			p.Records = p.Records[1:]
+		}
+		return nil
+	}
+	cfg := e.config()
+	cfg.MaxAttempts = 1
+	e.startWorker(cfg)
+	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/leak", Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusFailed {
+		t.Fatalf("status %s: %s", st.Status, st.Reason)
+	}
+	eu := e.stores["eu"]["reactions"]
+	for _, p := range pages() {
+		if _, err := e.participant("eu", "reactions").Import(context.Background(), p); err == nil {
+			t.Fatal("a late import after the rollback was accepted")
+		}
+	}
+	if live, tomb := mustCount(t, eu, "conv/leak"); live+tomb != 0 {
+		t.Fatalf("%d live and %d tombstones left at the target after a late import", live, tomb)
+	}
+}
+
+func mustCount(tb testing.TB, s *store.Store, res string) (live, tombstones int) {
+	tb.Helper()
+	live, tombstones, err := s.Count(res)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return live, tombstones
+}
+
+// TestValidateRefusesAckWaitBelowStepTimeout: a step may run for the step
+// timeout without telling the consumer, so a shorter ack wait would hand a
+// migration to a second worker mid-step (issue 14 #1).
+func TestValidateRefusesAckWaitBelowStepTimeout(t *testing.T) {
+	e := mustEnv(t)
+	cfg := e.config()
+	cfg.AckWait, cfg.StepTimeout = 3*time.Second, 5*time.Second
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Validate = %v, want ErrInvalid", err)
+	}
+	cfg.AckWait = 5 * time.Second
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate with equal ack wait and step timeout: %v", err)
+	}
+}
