@@ -240,7 +240,7 @@ func (r *run) start(ctx context.Context, dataDir string) error {
 	cfg.Locks = kvrouting.LockConfig{PreLockLease: time.Minute, HardDeleteLease: 10 * time.Second,
 		WriteLease: writeLease, MaxLease: 10 * time.Minute, SecondaryLease: time.Hour}
 	cfg.Orchestrator.CleanupWindow = 10 * time.Minute // keep the old location for the dual-authority check
-	cfg.Orchestrator.AckWait = 5 * time.Second // ≥ the step timeout (orchestrator.Config.Validate)
+	cfg.Orchestrator.AckWait = 5 * time.Second        // ≥ the step timeout (orchestrator.Config.Validate)
 	cfg.Orchestrator.RescheduleBackoff = 500 * time.Millisecond
 	cfg.Orchestrator.StepTimeout = 5 * time.Second
 	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
