@@ -263,3 +263,49 @@ func TestMoveBackBeforeThePreviousCompleted(t *testing.T) {
 		t.Fatalf("first move: %s %s", st.Status, st.Reason)
 	}
 }
+
+// TestMoveBackAfterPhysicalDelete is issue 14 #16: react, move us → eu,
+// remove the reaction at eu (a physical delete: eu is the primary, no fence
+// there), move back within the cleanup window. us still holds its old copy
+// with the reaction; the copy into it must reconcile that copy (records the
+// source no longer has are gone at the target before validation), so the
+// move back validates on its first attempt.
+func TestMoveBackAfterPhysicalDelete(t *testing.T) {
+	e := mustEnv(t)
+	cfg := e.config()
+	cfg.MaxAttempts = 1
+	e.startWorker(cfg)
+	const res = "conv/unreact"
+	e.seed(res, 5)
+	ctx := context.Background()
+	id1, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(id1, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("first move: %s %s", st.Status, st.Reason)
+	}
+	if r, err := e.stores["eu"]["reactions"].Delete(res, "reactions-0"); err != nil || r.Tombstoned {
+		t.Fatalf("unreact at eu: %+v %v (want a physical delete)", r, err)
+	}
+	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2 := e.waitDone(id2, 30*time.Second)
+	if st2.Status != events.StatusCompleted || st2.Attempt != 1 {
+		t.Fatalf("move back: %s attempt %d: %s", st2.Status, st2.Attempt, st2.Reason)
+	}
+	if _, err := e.stores["us"]["reactions"].Get(res, "reactions-0"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the removed reaction is back at us: %v", err)
+	}
+	for _, svc := range testServices {
+		want := 5
+		if svc == "reactions" {
+			want = 4
+		}
+		if live, _, err := e.stores["us"][svc].Count(res); err != nil || live != want {
+			t.Fatalf("%s at us after moving back: %d live (%v), want %d", svc, live, err, want)
+		}
+	}
+}
