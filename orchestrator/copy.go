@@ -64,6 +64,16 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, 
 	if err != nil {
 		return nil, err
 	}
+	if granted && req.Mode == contract.Historical && req.Cursor == 0 && req.SyncToken == 0 {
+		// The attempt's first page: the target may still hold an older copy
+		// (a move back within the cleanup window) with records the source
+		// no longer has; the copy starts from an empty target (issue 14
+		// #16). A redelivered first run resets again: nothing of it was
+		// recorded, and it re-exports from the start.
+		if _, err := tgt.(contract.ImportGate).ResetForCopy(ctx, st.Resource, st.Token); err != nil {
+			return nil, fmt.Errorf("reset %s at %s: %w", service, st.Target, err)
+		}
+	}
 	type exported struct {
 		req contract.ExportRequest
 		pi  PageInfo

@@ -106,6 +106,14 @@ func (e localEndpoint) GrantImport(ctx context.Context, res, token string, expir
 	return nil
 }
 
+// ResetForCopy implements contract.ImportGate when the participant does.
+func (e localEndpoint) ResetForCopy(ctx context.Context, res, token string) (int, error) {
+	if g, ok := e.p.(contract.ImportGate); ok {
+		return g.ResetForCopy(ctx, res, token)
+	}
+	return 0, nil
+}
+
 // RevokeImport implements contract.ImportGate when the participant does.
 func (e localEndpoint) RevokeImport(ctx context.Context, res, token string) error {
 	if g, ok := e.p.(contract.ImportGate); ok {

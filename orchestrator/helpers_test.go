@@ -281,6 +281,10 @@ func (f *flaky) GrantImport(ctx context.Context, resource, token string, expiry 
 	return f.Participant.(contract.ImportGate).GrantImport(ctx, resource, token, expiry)
 }
 
+func (f *flaky) ResetForCopy(ctx context.Context, resource, token string) (int, error) {
+	return f.Participant.(contract.ImportGate).ResetForCopy(ctx, resource, token)
+}
+
 func (f *flaky) RevokeImport(ctx context.Context, resource, token string) error {
 	return f.Participant.(contract.ImportGate).RevokeImport(ctx, resource, token)
 }

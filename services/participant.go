@@ -204,6 +204,12 @@ func (p *StoreParticipant) GrantImport(ctx context.Context, resource, token stri
 	return toErr(p.st.GrantImport(resource, token, expiry))
 }
 
+// ResetForCopy implements contract.ImportGate (store.Store.ResetGranted).
+func (p *StoreParticipant) ResetForCopy(ctx context.Context, resource, token string) (int, error) {
+	n, err := p.st.ResetGranted(resource, token)
+	return n, toErr(err)
+}
+
 // RevokeImport implements contract.ImportGate (store.Store.RevokeImport).
 func (p *StoreParticipant) RevokeImport(ctx context.Context, resource, token string) error {
 	return toErr(p.st.RevokeImport(resource, token))

@@ -27,4 +27,11 @@ type ImportGate interface {
 	// RevokeImport ends token's grant at resource and retires the token.
 	// Revoking a token without a grant still retires it.
 	RevokeImport(ctx context.Context, resource, token string) error
+	// ResetForCopy deletes every record of resource at this target under
+	// token's grant and returns how many; the orchestrator calls it before
+	// the first page of an attempt's historical copy, so that a region that
+	// still holds an older copy (a move back within the cleanup window)
+	// keeps nothing the source no longer has (issue 14 #16). Without the
+	// grant: CodeConflict, nothing deleted.
+	ResetForCopy(ctx context.Context, resource, token string) (int, error)
 }

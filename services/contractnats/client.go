@@ -120,6 +120,17 @@ func (c *Client) GrantImport(ctx context.Context, resource, token string, expiry
 	return c.call(ctx, OpGrant, &grantRequest{Resource: resource, Token: token, Expiry: expiry.UnixMilli()}, nil)
 }
 
+// ResetForCopy deletes resource's records at the service under token's
+// import grant before a full copy (contract.ImportGate).
+func (c *Client) ResetForCopy(ctx context.Context, resource, token string) (int, error) {
+	if token == "" {
+		return 0, invalid("reset without token")
+	}
+	var r cleanupReply
+	err := c.call(ctx, OpReset, &grantRequest{Resource: resource, Token: token}, &r)
+	return r.Removed, err
+}
+
 // RevokeImport ends token's import grant at resource and retires the token
 // (contract.ImportGate).
 func (c *Client) RevokeImport(ctx context.Context, resource, token string) error {

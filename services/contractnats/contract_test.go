@@ -434,7 +434,7 @@ func TestGarbledRequest(t *testing.T) {
 	}
 	ops := []string{contractnats.OpExport, contractnats.OpImport, contractnats.OpFence, contractnats.OpUnfence,
 		contractnats.OpForceUnfence, contractnats.OpCleanup, contractnats.OpDigests, contractnats.OpSlice, contractnats.OpCheckpoint,
-		contractnats.OpGrant, contractnats.OpRevoke}
+		contractnats.OpGrant, contractnats.OpRevoke, contractnats.OpReset}
 	for _, op := range ops {
 		for i, p := range payloads {
 			reply, err := e.nc.RequestWithContext(t.Context(), contractnats.EndpointSubject("eu", "messages", op), p)

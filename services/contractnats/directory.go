@@ -143,6 +143,10 @@ func (e *dirEndpoint) GrantImport(ctx context.Context, resource, token string, e
 	return e.c.GrantImport(ctx, resource, token, expiry)
 }
 
+func (e *dirEndpoint) ResetForCopy(ctx context.Context, resource, token string) (int, error) {
+	return e.c.ResetForCopy(ctx, resource, token)
+}
+
 func (e *dirEndpoint) RevokeImport(ctx context.Context, resource, token string) error {
 	return e.c.RevokeImport(ctx, resource, token)
 }

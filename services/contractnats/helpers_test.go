@@ -160,6 +160,10 @@ func (r remote) GrantImport(ctx context.Context, res, token string, expiry time.
 	return r.c.GrantImport(ctx, res, token, expiry)
 }
 
+func (r remote) ResetForCopy(ctx context.Context, res, token string) (int, error) {
+	return r.c.ResetForCopy(ctx, res, token)
+}
+
 func (r remote) RevokeImport(ctx context.Context, res, token string) error {
 	return r.c.RevokeImport(ctx, res, token)
 }

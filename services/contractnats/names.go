@@ -46,6 +46,7 @@ const (
 	// (contract.ImportGate, issue 14 #1; version 1.1.0).
 	OpGrant      = "grant"
 	OpRevoke     = "revoke"
+	OpReset      = "reset" // contract.ImportGate.ResetForCopy
 	OpCheckpoint = "checkpoint"
 )
 

@@ -149,6 +149,7 @@ func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region st
 		{OpCleanup, s.cleanup},
 		{OpGrant, s.grantImport},
 		{OpRevoke, s.revokeImport},
+		{OpReset, s.resetForCopy},
 		{OpCheckpoint, s.checkpoint},
 	} {
 		if err := g.AddEndpoint(ep.op, s.handler(ep.h)); err != nil {
@@ -584,6 +585,26 @@ func (s *Server) revokeImport(ctx context.Context, body []byte) (any, error) {
 		return nil, err
 	}
 	return nil, g.RevokeImport(ctx, r.Resource, r.Token)
+}
+
+// resetForCopy implements OpReset.
+func (s *Server) resetForCopy(ctx context.Context, body []byte) (any, error) {
+	var r grantRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("reset request: %v", err)
+	}
+	if r.Token == "" {
+		return nil, invalid("reset request without token")
+	}
+	g, err := s.importGate()
+	if err != nil {
+		return nil, err
+	}
+	n, err := g.ResetForCopy(ctx, r.Resource, r.Token)
+	if err != nil {
+		return nil, err
+	}
+	return &cleanupReply{Removed: n}, nil
 }
 
 // cleanup implements OpCleanup.

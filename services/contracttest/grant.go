@@ -59,3 +59,45 @@ func testImportGrant(t *testing.T, f Factory) {
 	err := gate.GrantImport(k.ctx, k.res, "kit-grant-1", time.Now().Add(time.Hour))
 	k.mustCode("GrantImport of a revoked token", err, contract.CodeConflict)
 }
+
+// testResetForCopy: a target that still holds an older copy of the
+// resource (a move back within the cleanup window) keeps nothing the
+// source no longer has once a copy starts with ResetForCopy under the
+// attempt's grant; without the grant it deletes nothing (issue 14 #16).
+func testResetForCopy(t *testing.T, f Factory) {
+	k := newKit(t, f, "reset")
+	gate, ok := k.h.Target.(contract.ImportGate)
+	if !ok {
+		t.Skip("the target implements no contract.ImportGate: imports into it are ungated")
+	}
+	// The target's older copy: everything, including "gone".
+	k.writeN("r", 3)
+	k.write("gone", false)
+	old, _ := k.historical(0)
+	k.importAll(old)
+	k.converged()
+	// At the source, "gone" is removed physically (no fence: the source
+	// was the primary), so no tombstone will travel.
+	k.del("gone")
+	stale := k.digests(k.h.Target)
+	_, err := gate.ResetForCopy(k.ctx, k.res, "kit-reset-1")
+	k.mustCode("ResetForCopy without a grant", err, contract.CodeConflict)
+	if d := k.digests(k.h.Target); !slices.Equal(d, stale) {
+		t.Fatalf("ResetForCopy without a grant changed the target")
+	}
+	if err := gate.GrantImport(k.ctx, k.res, "kit-reset-1", time.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("GrantImport: %v", err)
+	}
+	if n, err := gate.ResetForCopy(k.ctx, k.res, "kit-reset-1"); err != nil || n < 4 {
+		t.Fatalf("ResetForCopy = %d, %v; want the 4 records of the older copy", n, err)
+	}
+	hist, _ := k.historical(2)
+	for i := range hist {
+		hist[i].Grant = "kit-reset-1"
+	}
+	k.importAll(hist)
+	k.converged()
+	if _, found := k.read("gone"); found {
+		t.Fatal("a record the source no longer has survived the copy at the target")
+	}
+}

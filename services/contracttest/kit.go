@@ -90,6 +90,9 @@ type Factory func(t *testing.T) Harness
 //     carrying a Grant only while that grant is in force, and a revoked
 //     token stays retired (no late import after validation, the swap or a
 //     rollback);
+//   - ResetForCopy under the grant empties a target holding an older copy,
+//     so a move back keeps nothing the source no longer has; without the
+//     grant it deletes nothing;
 //   - bad requests give CodeInvalid and change nothing.
 func Run(t *testing.T, factory Factory) {
 	t.Helper()
@@ -116,6 +119,7 @@ var subtests = []struct {
 	{"Cleanup", testCleanup},
 	{"CleanupSparesPrimaryAndTarget", testCleanupSpares},
 	{"ImportGrant", testImportGrant},
+	{"ResetForCopy", testResetForCopy},
 	{"EmptyResource", testEmptyResource},
 	{"BadRequests", testBadRequests},
 }

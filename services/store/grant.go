@@ -141,3 +141,34 @@ func (s *Store) ImportGranted(resource, token string, recs []Record) (int, error
 		return nil
 	})
 }
+
+// ResetGranted deletes every record of resource (live and tombstones, with
+// their indexes and digests; the fence and the grant stay) if an import
+// grant of token is in force, decided under the resource's lock. It starts
+// a full copy into a region that still holds an older copy of the resource
+// (a move back within the cleanup window, issue 14 #16): records the
+// source no longer has (a physical delete there) must not survive at the
+// target. Errors: ErrInvalid, ErrNoGrant (nothing deleted), ErrClosed,
+// ErrCorrupt.
+func (s *Store) ResetGranted(resource, token string) (int, error) {
+	if err := validResource(resource); err != nil {
+		return 0, err
+	}
+	if token == "" {
+		return 0, invalidf("reset: empty grant token")
+	}
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	unlock := s.lockResource(resource)
+	defer unlock()
+	g, err := s.getGrant(s.db, resource)
+	if err != nil {
+		return 0, err
+	}
+	if g.Token != token || s.now().UnixNano() >= g.Expiry {
+		return 0, ErrNoGrant
+	}
+	return s.deleteAllLocked(resource)
+}

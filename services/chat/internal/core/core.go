@@ -345,6 +345,13 @@ func (p *Participant) GrantImport(ctx context.Context, resource, token string, e
 	return p.c.sp.GrantImport(ctx, resource, token, expiry)
 }
 
+// ResetForCopy implements contract.ImportGate.
+func (p *Participant) ResetForCopy(ctx context.Context, resource, token string) (int, error) {
+	unlock := p.c.lock(resource)
+	defer unlock()
+	return p.c.sp.ResetForCopy(ctx, resource, token)
+}
+
 // RevokeImport implements contract.ImportGate.
 func (p *Participant) RevokeImport(ctx context.Context, resource, token string) error {
 	return p.c.sp.RevokeImport(ctx, resource, token)
