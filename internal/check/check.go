@@ -13,6 +13,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/client"
 	"github.com/cutover/cutover/services/store"
 )
@@ -44,6 +45,18 @@ type Config struct {
 	// Stamps, when set with Observer, reads the records of a resource at a
 	// region (RegionStamps) for the old-location check.
 	Stamps Stamps
+	// Fences, when set, reads the store fences of a resource at a region:
+	// no fence may be active at a primary once the run has ended
+	// (Invariants.FencedPrimaries).
+	Fences Fences
+	// Regions, with Stamps and Observer, are every region a resource may
+	// hold data in; a region that is not the resource's primary may hold
+	// its records only while it is an old primary within CleanupWindow
+	// (plus CleanupSlack for the cleanup step to run) of the swap that
+	// left it (Invariants.TargetLeftovers).
+	Regions       []string
+	CleanupWindow time.Duration
+	CleanupSlack  time.Duration
 	// Migrations, when set with Orch, must each be completed or rolled
 	// back without a lock of theirs left.
 	Migrations []string
@@ -80,6 +93,33 @@ type Stamp struct {
 
 // Stamps reads the records of resource held at region.
 type Stamps func(ctx context.Context, region, resource string) ([]Stamp, error)
+
+// Fences reads the store fences of resource at region (one per service).
+type Fences func(ctx context.Context, region, resource string) ([]contract.Fence, error)
+
+// RegionFences reads fences from the stores of regions' conversation
+// services.
+func RegionFences(regions map[string]*chat.Region) Fences {
+	return func(ctx context.Context, region, resource string) ([]contract.Fence, error) {
+		reg := regions[region]
+		if reg == nil {
+			return nil, nil
+		}
+		var out []contract.Fence
+		for _, p := range reg.ParticipantsFor(chat.KindConversation) {
+			sp, ok := p.(interface{ Store() *store.Store })
+			if !ok || sp.Store() == nil {
+				continue
+			}
+			f, err := sp.Store().GetFence(resource)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+		return out, nil
+	}
+}
 
 // RegionStamps reads records from the stores of regions' conversation
 // services.
@@ -163,14 +203,31 @@ func (c Config) conversation(ctx context.Context, r *Report, conv string) error 
 		inv.sample("%s not at the target: %s", conv, doc.Primary.Region)
 	}
 
+	// No fence in force at the authoritative region.
+	if c.Fences != nil {
+		fs, err := c.Fences(ctx, doc.Primary.Region, res.String())
+		if err != nil {
+			return fmt.Errorf("check: fences of %s at %s: %w", conv, doc.Primary.Region, err)
+		}
+		for _, f := range fs {
+			if f.Active(time.Now()) {
+				inv.FencedPrimaries++
+				inv.sample("%s fence at the primary %s of %s until %s", f.Level, doc.Primary.Region, conv, f.Expiry.Format("15:04:05.000"))
+				break
+			}
+		}
+	}
+
 	// The lock history, as the store committed it.
 	var lastSwap time.Time
+	var history []Revision
 	if c.Observer != nil {
 		// The observer must have caught up with the final revision.
 		for deadline := time.Now().Add(10 * time.Second); c.Observer.LastRev(res.String()) < doc.Revision && time.Now().Before(deadline); {
 			time.Sleep(50 * time.Millisecond)
 		}
 		hs := c.Observer.History(res.String())
+		history = hs
 		r.Revisions += len(hs)
 		stale, pausedOps, fence, swap, ss := LockAnalysis(hs, c.ClockSkew, c.Paused)
 		inv.StaleTokenOps += stale
@@ -209,6 +266,10 @@ func (c Config) conversation(ctx context.Context, r *Report, conv string) error 
 			inv.Unacknowledged++
 			inv.sample("unacknowledged %s/%s: %q", conv, id, text)
 		}
+	}
+
+	if err := c.leftovers(ctx, inv, conv, res, doc, history); err != nil {
+		return err
 	}
 
 	// No user write accepted at the old location after the last swap.
@@ -345,4 +406,44 @@ func settled[T any](ctx context.Context, patience time.Duration, read func() (T,
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// leftovers counts a resource whose records are held in a region that is
+// neither its primary nor an old primary within the cleanup window of the
+// swap that left it. It needs the resource's whole routing history (its
+// first observed revision the registration); otherwise it checks nothing.
+func (c Config) leftovers(ctx context.Context, inv *Invariants, conv string, res kvrouting.Resource, doc *kvrouting.Document, hs []Revision) error {
+	if c.Stamps == nil || len(c.Regions) == 0 || len(hs) == 0 {
+		return nil
+	}
+	if first := hs[0].Doc; first.LastMigrationID != "" || first.MigrationID != "" {
+		return nil // the history starts after the registration
+	}
+	left := map[string]time.Time{} // region → when it last stopped being the primary
+	wasPrimary := map[string]bool{hs[0].Doc.Primary.Region: true}
+	for i := 1; i < len(hs); i++ {
+		prev, cur := hs[i-1].Doc.Primary.Region, hs[i].Doc.Primary.Region
+		wasPrimary[cur] = true
+		if cur != prev {
+			left[prev] = hs[i].Created
+		}
+	}
+	now := time.Now()
+	for _, region := range c.Regions {
+		if region == doc.Primary.Region {
+			continue
+		}
+		if wasPrimary[region] && now.Before(left[region].Add(c.CleanupWindow+c.CleanupSlack)) {
+			continue
+		}
+		stamps, err := c.Stamps(ctx, region, res.String())
+		if err != nil {
+			return fmt.Errorf("check: records of %s at %s: %w", conv, region, err)
+		}
+		if len(stamps) > 0 {
+			inv.TargetLeftovers++
+			inv.sample("%d records of %s left at %s (primary %s, was primary there: %v)", len(stamps), conv, region, doc.Primary.Region, wasPrimary[region])
+		}
+	}
+	return nil
 }

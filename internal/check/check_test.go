@@ -11,7 +11,10 @@ import (
 	"github.com/cutover/cutover/internal/check"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
+	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/store"
 )
 
 // The checker fails on what it exists to catch: a store that lost an
@@ -109,6 +112,7 @@ func TestInvariantsJSON(t *testing.T) {
 		"writes_at_non_authoritative_location": 3, "partial_cutovers": 0, "orphaned_locks": 0, "not_at_target": 0,
 		"migrations_not_completed_or_cleanly_rolled_back": 0, "stale_token_ops": 0, "paused_holder_ops_after_expiry": 0,
 		"max_write_fence_ms": 12, "write_lock_expiry_ms": 10, "unacknowledged_present": 0, "unacknowledged_applied": 0,
+		"fenced_primaries": 0, "target_leftovers": 0,
 	} {
 		if got, ok := m[k]; !ok || got != want {
 			t.Errorf("%s: %v (present %v), want %v", k, got, ok, want)
@@ -116,6 +120,72 @@ func TestInvariantsJSON(t *testing.T) {
 	}
 	bad := check.Invariants{Resurrected: 2, DualAuthorityWrites: 3, MaxWriteFenceMs: 12, WriteLockExpiryMs: 10}.Failures()
 	if len(bad) != 3 {
+		t.Fatalf("failures %v", bad)
+	}
+}
+
+// The checker fails on a fence left in force at a primary and on records
+// left in a region that is neither the primary nor an old primary within
+// its cleanup window (issue 14 #10), and both are 0 on a clean run.
+func TestCheckCatchesFencedPrimaryAndLeftovers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sys, err := system.Start(ctx, system.Config{InMemory: true, Workers: -1, NoProjector: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	c, err := client.New(sys.APIURL, "user:alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	obs, err := check.Watch(ctx, sys.JS) // before the resources exist: their whole history
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Stop()
+	led := workload.NewLedger()
+	convs := []workload.Conv{{ID: "fenced", Size: 2}, {ID: "leak", Size: 2}}
+	if err := (workload.Seeder{Client: c, Ledger: led}).All(ctx, convs, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := check.Config{Ledger: led, Convs: []string{"fenced", "leak"}, Reader: c, Routing: sys.Locker.Get, Observer: obs,
+		ClockSkew: sys.Config.ClockSkew, WriteLease: sys.Config.Locks.WriteLease, Stamps: check.RegionStamps(sys.Regions),
+		Fences: check.RegionFences(sys.Regions), Regions: sys.Config.Regions, CleanupWindow: time.Minute}
+	rep, err := check.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv := rep.Invariants; inv.FencedPrimaries != 0 || inv.TargetLeftovers != 0 || len(inv.Failures()) != 0 {
+		t.Fatalf("a clean run: %+v", inv)
+	}
+	storeAt := func(region string) *store.Store {
+		for _, p := range sys.Regions[region].ParticipantsFor(chat.KindConversation) {
+			if sp, ok := p.(interface{ Store() *store.Store }); ok && sp.Store() != nil {
+				return sp.Store()
+			}
+		}
+		t.Fatalf("no store at %s", region)
+		return nil
+	}
+	// Mutations behind the system's back: a fence stranded at the primary;
+	// a record imported where the resource never was the primary.
+	if err := storeAt(sys.Source).SetFence("conv/fenced", contract.Fence{Level: contract.FenceWrite, Token: "stranded", Expiry: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storeAt(sys.Target).Import("conv/leak", []store.Record{{ID: "late", Kind: "message", Version: 1, CreatedAt: 1, Data: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = check.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := rep.Invariants
+	if inv.FencedPrimaries != 1 || inv.TargetLeftovers != 1 {
+		t.Fatalf("fenced primaries %d, leftovers %d, want 1 and 1: %v", inv.FencedPrimaries, inv.TargetLeftovers, inv.Samples)
+	}
+	if bad := inv.Failures(); len(bad) != 2 {
 		t.Fatalf("failures %v", bad)
 	}
 }

@@ -42,6 +42,15 @@ type Invariants struct {
 	// lock still in force); PausedHolderOps: those by paused holders.
 	StaleTokenOps   int `json:"stale_token_ops"`
 	PausedHolderOps int `json:"paused_holder_ops_after_expiry"`
+	// FencedPrimaries: an active store fence at a resource's primary once
+	// every migration has ended (users would get 423 at the authoritative
+	// region until it lapses).
+	FencedPrimaries int `json:"fenced_primaries"`
+	// TargetLeftovers: records of a resource held in a region that is not
+	// its primary and not an old primary within its cleanup window (a
+	// rolled-back target not cleaned, or data imported after the end of a
+	// copy: a residency leak).
+	TargetLeftovers int `json:"target_leftovers"`
 	// MaxWriteFenceMs is the longest write lock in force (its first
 	// revision to its removal, bounded by its expiry), from the observed
 	// routing revisions; WriteLockExpiryMs is the write lease.
@@ -88,6 +97,8 @@ func (inv Invariants) Failures() []string {
 	add(inv.NotAtTarget, "resources not at the target")
 	add(inv.NotClean, "migrations neither completed nor cleanly rolled back")
 	add(inv.StaleTokenOps, "operations accepted with a stale token")
+	add(inv.FencedPrimaries, "fenced primaries")
+	add(inv.TargetLeftovers, "resources with data left outside their primary and cleanup window")
 	add(inv.PausedHolderOps, "operations by a paused holder after its expiry")
 	if inv.MaxWriteFenceMs > inv.WriteLockExpiryMs {
 		bad = append(bad, fmt.Sprintf("write fence %.0f ms beyond the write-lock expiry %.0f ms", inv.MaxWriteFenceMs, inv.WriteLockExpiryMs))
@@ -112,6 +123,8 @@ func (inv Invariants) Print(w io.Writer) {
 	p("  resources not at the target            %d", inv.NotAtTarget)
 	p("  migrations not completed/rolled back   %d", inv.NotClean)
 	p("  operations with a stale token          %d (by paused holders after expiry: %d)", inv.StaleTokenOps, inv.PausedHolderOps)
+	p("  fenced primaries                       %d", inv.FencedPrimaries)
+	p("  data left outside primary and window   %d", inv.TargetLeftovers)
 	p("  longest write fence                    %.0f ms (write-lock expiry %.0f ms)", inv.MaxWriteFenceMs, inv.WriteLockExpiryMs)
 	p("  (writes whose reply never came, found applied: %d; messages no client sent: %d; both allowed)", inv.Uncertain, inv.Unacknowledged)
 	for _, x := range inv.Samples {
