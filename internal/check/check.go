@@ -13,8 +13,8 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/chat"
-	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
