@@ -10,8 +10,14 @@
 //
 //	cutover.contract.<region>.<service>.<op>
 //
-// where <op> is export, import, digests, slice, fence, unfence, cleanup or
-// checkpoint. Payloads are msgpack. A failure travels as a micro error reply
+// where <op> is export, import, digests, slice, fence, unfence,
+// force-unfence, cleanup, checkpoint, or (version 1.1.0) grant, revoke and
+// reset: the target's import grant (contract.ImportGate). An import request
+// may carry the grant's token; the participant then applies the page only
+// while that grant is in force. Requests carry the caller's relative
+// timeout (Cutover-Timeout-Ms) and absolute deadline (Cutover-Deadline-Ms);
+// a request that reaches its handler past the deadline is answered
+// CodeUnavailable and not executed. Payloads are msgpack. A failure travels as a micro error reply
 // (headers Nats-Service-Error-Code = the contract.Code, Nats-Service-Error =
 // the message) whose body is the msgpack *contract.Error, so a remote error
 // comes back from the Client as an equal *contract.Error (errors.As works,
