@@ -209,6 +209,9 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			no.Phase = phFenced
 			n := set(s, no)
 			n.FenceTok, n.FenceExp = o.Tok, o.Exp
+			if cfg.Variant == FenceExpiresEarly && o.Exp > now+1 {
+				n.FenceExp = o.Exp - 1 // BROKEN: the fence lapses before the lock
+			}
 			emit(name("set write fence"), n, "")
 		case phFenced:
 			ok := holds(d, now, o.Tok) && d.LType == lockWrite

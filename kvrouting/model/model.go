@@ -30,9 +30,13 @@ const (
 	// CacheServesLocked serves cached copies that carry an active lock
 	// instead of reading through.
 	CacheServesLocked
+	// FenceExpiresEarly sets the write fence to lapse one tick before the
+	// write lock: a client write then lands at the source after the final
+	// export and is lost at the swap, with no fence and no swap in sight.
+	FenceExpiresEarly
 )
 
-var variantNames = [...]string{"correct", "swap-ignores-token", "no-fence", "cache-serves-locked"}
+var variantNames = [...]string{"correct", "swap-ignores-token", "no-fence", "cache-serves-locked", "fence-expires-early"}
 
 // String returns the variant's name.
 func (v Variant) String() string { return variantNames[v] }

@@ -29,6 +29,7 @@ func TestExploreFindsBrokenVariants(t *testing.T) {
 	}{
 		{SwapIgnoresToken, "stale-token mutation"},
 		{NoFence, "write fence"},
+		{FenceExpiresEarly, "write fence"},
 	} {
 		t.Run(tc.v.String(), func(t *testing.T) {
 			cfg := DefaultConfig()
