@@ -292,9 +292,20 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 				fence := s.FenceTok != 0 && (now < s.FenceExp || s.FenceTok == d.SwappedBy) // stays after the swap
 				if cfg.Variant == NoFence || !fence {
 					label = "client write accepted at source"
+					// A holder that has fenced may have exported its last
+					// delta and can still swap: a write accepted at the
+					// source now is in no export and is lost at the swap.
+					// (This case used to require the fence to hold inside a
+					// branch where it does not: unreachable, issue 14 #9.)
+					exported := false
+					for _, o := range s.O {
+						if o.Phase == phFenced && d.LType == lockWrite && d.LTok == o.Tok && now < o.Exp {
+							exported = true
+						}
+					}
 					switch {
-					case d.LType == lockWrite && d.inForce(now) && s.FenceTok == d.LTok && fence:
-						inv = "write fence: a client write was accepted at the source under the fenced write lock"
+					case exported:
+						inv = "write fence: a client write was accepted at the source after the holder's final export (lost at its swap)"
 					case d.SwappedBy != 0:
 						inv = "write fence: a client write was accepted at the source after the cutover"
 					}
