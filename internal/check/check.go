@@ -267,6 +267,9 @@ func (c Config) conversation(ctx context.Context, r *Report, conv string) error 
 			inv.sample("unacknowledged %s/%s: %q", conv, id, text)
 		}
 	}
+	if err := c.reactions(ctx, inv, conv); err != nil {
+		return err
+	}
 
 	if err := c.leftovers(ctx, inv, conv, res, doc, history); err != nil {
 		return err
@@ -443,6 +446,52 @@ func (c Config) leftovers(ctx context.Context, inv *Invariants, conv string, res
 		if len(stamps) > 0 {
 			inv.TargetLeftovers++
 			inv.sample("%d records of %s left at %s (primary %s, was primary there: %v)", len(stamps), conv, region, doc.Primary.Region, wasPrimary[region])
+		}
+	}
+	return nil
+}
+
+// reactions checks conv's ledgered reactions through the API: an
+// acknowledged reaction absent is a lost write, an acknowledged removal
+// present again (a physical delete undone) is a resurrection; reactions
+// with an unknown last outcome may be either.
+func (c Config) reactions(ctx context.Context, inv *Invariants, conv string) error {
+	byMsg := map[string]map[workload.ReactionKey]workload.Reaction{}
+	for k, r := range c.Ledger.Reactions(conv) {
+		if byMsg[k.Message] == nil {
+			byMsg[k.Message] = map[workload.ReactionKey]workload.Reaction{}
+		}
+		byMsg[k.Message][k] = r
+	}
+	for msg, want := range byMsg {
+		seen, err := settled(ctx, c.Patience, func() (map[workload.ReactionKey]bool, error) {
+			rs, err := c.Reader.Reactions(ctx, conv, msg)
+			var ae *client.APIError
+			if errors.As(err, &ae) && ae.Code == client.CodeNotFound {
+				return map[workload.ReactionKey]bool{}, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("check: reactions of %s/%s: %w", conv, msg, err)
+			}
+			out := map[workload.ReactionKey]bool{}
+			for _, r := range rs {
+				out[workload.ReactionKey{Message: msg, User: r.User, Emoji: r.Emoji}] = true
+			}
+			return out, nil
+		})
+		if err != nil {
+			return err
+		}
+		for k, r := range want {
+			switch {
+			case r.Maybe:
+			case r.Present && !seen[k]:
+				inv.LostWrites++
+				inv.sample("lost reaction %s/%s %s by %s", conv, msg, k.Emoji, k.User)
+			case !r.Present && seen[k]:
+				inv.Resurrected++
+				inv.sample("resurrected reaction %s/%s %s by %s", conv, msg, k.Emoji, k.User)
+			}
 		}
 	}
 	return nil

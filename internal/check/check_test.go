@@ -189,3 +189,56 @@ func TestCheckCatchesFencedPrimaryAndLeftovers(t *testing.T) {
 		t.Fatalf("failures %v", bad)
 	}
 }
+
+// A removed reaction (a physical delete) that is present again counts as
+// resurrected, an acknowledged one that is gone as lost; reactions whose
+// last change has no known outcome may be either (issue 14 #10).
+func TestCheckCatchesReactionResurrection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sys, err := system.Start(ctx, system.Config{InMemory: true, Workers: -1, NoProjector: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	c, err := client.New(sys.APIURL, "user:alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	led := workload.NewLedger()
+	if err := (workload.Seeder{Client: c, Ledger: led}).All(ctx, []workload.Conv{{ID: "r", Size: 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	msg := workload.SeedID(0)
+	for _, e := range []string{"tada", "eyes", "rocket"} {
+		if err := c.React(ctx, "r", msg, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func(e string) workload.ReactionKey { return workload.ReactionKey{Message: msg, User: "alice", Emoji: e} }
+	led.AckedReaction("r", key("tada"), true)
+	led.AckedReaction("r", key("eyes"), true)
+	led.UncertainReaction("r", key("rocket"))
+	cfg := check.Config{Ledger: led, Convs: []string{"r"}, Reader: c, Routing: sys.Locker.Get}
+	rep, err := check.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := rep.Invariants.Failures(); len(bad) != 0 {
+		t.Fatalf("a clean run fails: %v %v", bad, rep.Invariants.Samples)
+	}
+	// The ledger saw "tada" removed, yet it is there; "eyes" acknowledged,
+	// yet removed behind its back.
+	led.AckedReaction("r", key("tada"), false)
+	if err := c.Unreact(ctx, "r", msg, "eyes"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = check.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv := rep.Invariants; inv.Resurrected != 1 || inv.LostWrites != 1 {
+		t.Fatalf("resurrected %d lost %d, want 1 and 1: %v", inv.Resurrected, inv.LostWrites, inv.Samples)
+	}
+}

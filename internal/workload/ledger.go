@@ -24,8 +24,9 @@ type Msg struct {
 // ended: the ground truth of "nothing acknowledged is lost or resurrected".
 // Safe for concurrent use.
 type Ledger struct {
-	mu   sync.Mutex
-	msgs map[string]map[string]*Msg // conversation → message id → state
+	mu     sync.Mutex
+	msgs   map[string]map[string]*Msg // conversation → message id → state
+	reacts map[string]map[ReactionKey]*Reaction
 }
 
 // NewLedger returns an empty ledger.
@@ -86,6 +87,61 @@ func (l *Ledger) conv(conv string) map[string]*Msg {
 	if m == nil {
 		m = map[string]*Msg{}
 		l.msgs[conv] = m
+	}
+	return m
+}
+
+// ReactionKey names one user's emoji reaction to one message.
+type ReactionKey struct{ Message, User, Emoji string }
+
+// Reaction is what the clients know of one reaction: its last acknowledged
+// state, or Maybe when the last change's outcome is unknown (either state
+// is then acceptable). A removed reaction is a physical delete at the
+// reactions service (a tombstone only under a hard-delete fence), so a
+// reaction that comes back is a resurrection.
+type Reaction struct {
+	Present, Maybe bool
+}
+
+// AckedReaction records an acknowledged add (present) or remove of a
+// reaction.
+func (l *Ledger) AckedReaction(conv string, k ReactionKey, present bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reactionsOf(conv)[k] = &Reaction{Present: present}
+}
+
+// UncertainReaction records a reaction change whose outcome is unknown.
+func (l *Ledger) UncertainReaction(conv string, k ReactionKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.reactionsOf(conv)
+	if r := m[k]; r != nil {
+		r.Maybe = true
+		return
+	}
+	m[k] = &Reaction{Maybe: true}
+}
+
+// Reactions returns a copy of what the ledger knows of conv's reactions.
+func (l *Ledger) Reactions(conv string) map[ReactionKey]Reaction {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[ReactionKey]Reaction, len(l.reacts[conv]))
+	for k, r := range l.reacts[conv] {
+		out[k] = *r
+	}
+	return out
+}
+
+func (l *Ledger) reactionsOf(conv string) map[ReactionKey]*Reaction {
+	if l.reacts == nil {
+		l.reacts = map[string]map[ReactionKey]*Reaction{}
+	}
+	m := l.reacts[conv]
+	if m == nil {
+		m = map[ReactionKey]*Reaction{}
+		l.reacts[conv] = m
 	}
 	return m
 }

@@ -18,8 +18,8 @@ import (
 // conversation. Edits and deletes touch only the user's own live messages
 // in it and become reads when there is none; a reaction goes to the
 // conversation's first seeded message (SeedID(0)). Posts, edits and deletes
-// are written to the Ledger; reactions are counted as writes but not
-// ledgered.
+// are written to the Ledger, reactions too (half adds, half removes: a
+// removal is a physical delete at the reactions service).
 type Mix struct {
 	Post, Edit, Delete, React int
 }
@@ -161,8 +161,22 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 				led.uncertain(conv, id, "", true)
 			}
 		case x >= m.Post+m.Edit+m.Delete && x < m.Post+m.Edit+m.Delete+m.React:
+			// Half adds, half removes (a physical delete at the reactions
+			// service): both are ledgered, so a removed reaction that comes
+			// back counts as resurrected.
+			k := ReactionKey{Message: SeedID(0), User: u, Emoji: []string{"tada", "eyes", "rocket"}[rng.IntN(3)]}
+			add := rng.IntN(2) == 0
 			t.attempted.Add(1)
-			err = c.React(ctx, conv, SeedID(0), []string{"tada", "eyes", "rocket"}[rng.IntN(3)])
+			if add {
+				err = c.React(ctx, conv, k.Message, k.Emoji)
+			} else {
+				err = c.Unreact(ctx, conv, k.Message, k.Emoji)
+			}
+			if err == nil {
+				led.ackReaction(conv, k, add)
+			} else {
+				led.uncertainReaction(conv, k)
+			}
 		default:
 			write = false
 			t.reads.Add(1)
@@ -215,6 +229,18 @@ func (l *Ledger) ackDelete(conv, id string) {
 func (l *Ledger) uncertain(conv, id, text string, deleted bool) {
 	if l != nil {
 		l.Uncertain(conv, id, text, deleted)
+	}
+}
+
+func (l *Ledger) ackReaction(conv string, k ReactionKey, present bool) {
+	if l != nil {
+		l.AckedReaction(conv, k, present)
+	}
+}
+
+func (l *Ledger) uncertainReaction(conv string, k ReactionKey) {
+	if l != nil {
+		l.UncertainReaction(conv, k)
 	}
 }
 
