@@ -216,7 +216,9 @@ func TestCheckCatchesReactionResurrection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	key := func(e string) workload.ReactionKey { return workload.ReactionKey{Message: msg, User: "alice", Emoji: e} }
+	key := func(e string) workload.ReactionKey {
+		return workload.ReactionKey{Message: msg, User: "alice", Emoji: e}
+	}
 	led.AckedReaction("r", key("tada"), true)
 	led.AckedReaction("r", key("eyes"), true)
 	led.UncertainReaction("r", key("rocket"))
