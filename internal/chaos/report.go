@@ -30,6 +30,9 @@ type Report struct {
 		RolledBack int `json:"rolled_back_cleanly"`
 		Unfinished int `json:"unfinished"`
 		Tenants    int `json:"tenants"`
+		// PostSwapStarts are migrations started of a resource right after
+		// its previous migration swapped, before that one completed.
+		PostSwapStarts int `json:"post_swap_starts"`
 		// Reasons counts why migrations ended without completing.
 		Reasons map[string]int `json:"end_reasons,omitempty"`
 		// StepErrors samples the step failures behind them.
@@ -64,7 +67,7 @@ func (r *Report) Print(w io.Writer) {
 	p("nemesis: %d leader kills, %d worker kills (%d started), %d partitions, %d pauses (%d hit a write lock), %d duplicate starts, %d stale-API requests",
 		n.LeaderKills, n.WorkerKills, n.WorkersStarted, n.Partitions, n.Pauses, n.PausesTriggered, n.DuplicateStarts, n.StaleRequests)
 	m := r.Migrations
-	p("migrations: %d started (%d tenants), %d completed, %d rolled back cleanly, %d unfinished", m.Started, m.Tenants, m.Completed, m.RolledBack, m.Unfinished)
+	p("migrations: %d started (%d tenants, %d right after a swap), %d completed, %d rolled back cleanly, %d unfinished", m.Started, m.Tenants, m.PostSwapStarts, m.Completed, m.RolledBack, m.Unfinished)
 	wr := r.Writes
 	p("traffic: %d writes attempted, %d acknowledged, %d reads over %d conversations; 423: %d, unrecovered %d, other failures %d; longest client-felt fence %.0f ms",
 		wr.Attempted, wr.Acknowledged, wr.Reads, wr.Conversation, wr.Rejected423, wr.Unrecovered, wr.Failed, wr.MaxFenceMs)

@@ -100,6 +100,8 @@ type run struct {
 		all      []string // every migration started (tenant children added when known)
 		tenants  []string
 		paused   map[kvrouting.Token]bool
+		// afterSwap marks migrations startAfterSwap has looked at.
+		afterSwap map[string]bool
 	}
 }
 
