@@ -87,8 +87,11 @@ func (r *run) killAWorker(rng *rand.Rand) {
 	}
 }
 
-// pauseAWorker arms a worker: its next write-lock step stalls past the
-// write lease, then resumes as a stale holder (workers.go).
+// pauseAWorker arms a worker at a pause point (workers.go pausePoints,
+// chosen by the seed; every other pause is at the write lock, the point
+// that matters most): its next step ending there stalls past the write
+// lease and the ack wait, so a second worker takes the migration over,
+// then the first resumes as a stale holder.
 func (r *run) pauseAWorker(rng *rand.Rand) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -96,10 +99,14 @@ func (r *run) pauseAWorker(rng *rand.Rand) {
 		return
 	}
 	cw := r.mu.workers[rng.IntN(len(r.mu.workers))]
-	cw.pause.Store(true)
+	point := "write-locked"
+	if rng.IntN(2) == 0 {
+		point = pausePoints[rng.IntN(len(pausePoints))]
+	}
+	cw.pause.Store(point)
 	r.rep.Nemesis.Pauses++
 	if len(r.rep.Nemesis.Schedule) < 200 {
-		r.rep.Nemesis.Schedule = append(r.rep.Nemesis.Schedule, "pause-worker "+strconv.Itoa(cw.id))
+		r.rep.Nemesis.Schedule = append(r.rep.Nemesis.Schedule, "pause-worker "+strconv.Itoa(cw.id)+" before "+point)
 	}
 }
 
@@ -227,7 +234,7 @@ func (r *run) heal(ctx context.Context) error {
 	r.mu.Lock()
 	n := len(r.mu.workers)
 	for _, cw := range r.mu.workers {
-		cw.pause.Store(false)
+		cw.pause.Store("")
 	}
 	r.mu.Unlock()
 	for ; n < r.o.Workers; n++ {

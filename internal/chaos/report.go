@@ -13,16 +13,18 @@ type Report struct {
 	Seed      uint64  `json:"seed"`
 	DurationS float64 `json:"duration_s"`
 	Nemesis   struct {
-		LeaderKills     int      `json:"leader_kills"`
-		WorkerKills     int      `json:"worker_kills"`
-		WorkersStarted  int      `json:"workers_started"`
-		Partitions      int      `json:"partitions"`
-		PartitionLeaks  int      `json:"partitions_leaked"`
-		Pauses          int      `json:"pauses"`
-		PausesTriggered int      `json:"pauses_triggered"`
-		DuplicateStarts int      `json:"duplicate_starts"`
-		StaleRequests   int      `json:"stale_api_requests"`
-		Schedule        []string `json:"schedule,omitempty"`
+		LeaderKills     int `json:"leader_kills"`
+		WorkerKills     int `json:"worker_kills"`
+		WorkersStarted  int `json:"workers_started"`
+		Partitions      int `json:"partitions"`
+		PartitionLeaks  int `json:"partitions_leaked"`
+		Pauses          int `json:"pauses"`
+		PausesTriggered int `json:"pauses_triggered"`
+		// PausePoints counts the triggered pauses by step boundary.
+		PausePoints     map[string]int `json:"pause_points,omitempty"`
+		DuplicateStarts int            `json:"duplicate_starts"`
+		StaleRequests   int            `json:"stale_api_requests"`
+		Schedule        []string       `json:"schedule,omitempty"`
 	} `json:"nemesis"`
 	Migrations struct {
 		Started    int `json:"started"`
@@ -67,6 +69,9 @@ func (r *Report) Print(w io.Writer) {
 	p("nemesis: %d leader kills, %d worker kills (%d started), %d partitions, %d pauses (%d hit a write lock), %d duplicate starts, %d stale-API requests",
 		n.LeaderKills, n.WorkerKills, n.WorkersStarted, n.Partitions, n.Pauses, n.PausesTriggered, n.DuplicateStarts, n.StaleRequests)
 	m := r.Migrations
+	if len(n.PausePoints) > 0 {
+		p("pauses by step boundary: %v", n.PausePoints)
+	}
 	p("migrations: %d started (%d tenants, %d right after a swap), %d completed, %d rolled back cleanly, %d unfinished", m.Started, m.Tenants, m.PostSwapStarts, m.Completed, m.RolledBack, m.Unfinished)
 	wr := r.Writes
 	p("traffic: %d writes attempted, %d acknowledged, %d reads over %d conversations; 423: %d, unrecovered %d, other failures %d; longest client-felt fence %.0f ms",

@@ -25,6 +25,9 @@ import (
 // the orchestrator waits.
 const (
 	writeLease = 3 * time.Second
+	// ackWait is the workers' ack wait (= their step timeout): a worker
+	// paused longer than it has its migration handed to a second worker.
+	ackWait    = 5 * time.Second
 	staleTTL   = 8 * time.Second
 	drainLimit = 2 * time.Minute
 )
@@ -242,9 +245,9 @@ func (r *run) start(ctx context.Context, dataDir string) error {
 	cfg.Locks = kvrouting.LockConfig{PreLockLease: time.Minute, HardDeleteLease: 10 * time.Second,
 		WriteLease: writeLease, MaxLease: 10 * time.Minute, SecondaryLease: time.Hour}
 	cfg.Orchestrator.CleanupWindow = 10 * time.Minute // keep the old location for the dual-authority check
-	cfg.Orchestrator.AckWait = 5 * time.Second        // ≥ the step timeout (orchestrator.Config.Validate)
+	cfg.Orchestrator.AckWait = ackWait                // ≥ the step timeout (orchestrator.Config.Validate)
 	cfg.Orchestrator.RescheduleBackoff = 500 * time.Millisecond
-	cfg.Orchestrator.StepTimeout = 5 * time.Second
+	cfg.Orchestrator.StepTimeout = ackWait
 	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	sys, err := system.Start(sctx, cfg)

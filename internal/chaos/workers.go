@@ -17,10 +17,33 @@ type worker struct {
 	w      *orchestrator.Worker
 	ctx    context.Context
 	cancel context.CancelFunc
-	// pause, when armed, makes the worker's next write-lock step block
-	// (after the lock is taken, before its event is appended) for longer
-	// than the write lease: a stale holder that later resumes.
-	pause atomic.Bool
+	// pause, when armed with a pause point (pausePoints), makes the
+	// worker's next step that ends in that point's event block after its
+	// side effect, before its event is appended, for longer than the write
+	// lease and the ack wait: a stale holder that later resumes, while a
+	// second worker has been handed the same migration.
+	pause atomic.Value // string; "" = not armed
+}
+
+// pausePoints are the step boundaries a worker can be paused at, each the
+// event a step appends after its side effect (the orchestrator's
+// BeforeAppend hook): after the pre-lock CAS, after the hard-delete
+// escalation and its fences, mid-copy (pages imported, their checkpoint
+// not yet recorded), after the write-lock escalation and its fences, after
+// delta pages, after a validation, between the swap CAS (with its
+// post-swap fence) and the Swapped event, after a rollback's release and
+// cleanup, after scheduling and after running the source cleanup.
+var pausePoints = []string{"pre-locked", "hard-delete-locked", "copy", "write-locked", "delta", "validated", "swapped", "rolled-back", "cleanup-scheduled", "cleaned-up"}
+
+// pausePoint is the pause point a step's next event belongs to.
+func pausePoint(typ string) string {
+	switch typ {
+	case events.TypePageCopied, events.TypePagesCopied:
+		return "copy"
+	case events.TypeDeltaCopied, events.TypeDeltasCopied:
+		return "delta"
+	}
+	return typ
 }
 
 // startWorker starts one more orchestrator worker, with the pause hook.
@@ -28,17 +51,23 @@ func (r *run) startWorker() error {
 	cw := &worker{id: int(r.nextWorker.Add(1))}
 	cw.ctx, cw.cancel = context.WithCancel(context.Background())
 	cfg := *r.sys.Config
+	cw.pause.Store("")
 	cfg.Orchestrator.BeforeAppend = func(st *events.State, next events.Body) error {
-		if next.Type() != events.TypeWriteLocked || !cw.pause.CompareAndSwap(true, false) {
+		point := pausePoint(next.Type())
+		if armed, _ := cw.pause.Load().(string); armed == "" || armed != point || !cw.pause.CompareAndSwap(armed, "") {
 			return nil
 		}
 		r.mu.Lock()
 		r.mu.paused[kvrouting.Token(st.Token)] = true
 		r.rep.Nemesis.PausesTriggered++
+		if r.rep.Nemesis.PausePoints == nil {
+			r.rep.Nemesis.PausePoints = map[string]int{}
+		}
+		r.rep.Nemesis.PausePoints[point]++
 		r.mu.Unlock()
-		r.logf("worker %d paused holding the write lock of %s", cw.id, st.Resource)
+		r.logf("worker %d paused before %s of %s", cw.id, point, st.Resource)
 		select {
-		case <-time.After(writeLease + 2*time.Second):
+		case <-time.After(max(writeLease, ackWait) + 2*time.Second):
 		case <-cw.ctx.Done():
 		}
 		r.logf("worker %d resumes (stale) on %s", cw.id, st.Resource)
