@@ -22,18 +22,7 @@ import (
 // primary, a resource not at the target; and it counts, without failing,
 // a message no client sent and a write whose reply never came.
 func TestCheckCatchesViolations(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sys, err := system.Start(ctx, system.Config{InMemory: true, Workers: -1, NoProjector: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Close()
-	c, err := client.New(sys.APIURL, "user:alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, sys, c := startSystem(t)
 	led := workload.NewLedger()
 	convs := []workload.Conv{{ID: "ok", Size: 3}, {ID: "bad", Size: 6}}
 	if err := (workload.Seeder{Client: c, Ledger: led}).All(ctx, convs, nil); err != nil {
@@ -128,18 +117,7 @@ func TestInvariantsJSON(t *testing.T) {
 // left in a region that is neither the primary nor an old primary within
 // its cleanup window (issue 14 #10), and both are 0 on a clean run.
 func TestCheckCatchesFencedPrimaryAndLeftovers(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sys, err := system.Start(ctx, system.Config{InMemory: true, Workers: -1, NoProjector: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Close()
-	c, err := client.New(sys.APIURL, "user:alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, sys, c := startSystem(t)
 	obs, err := check.Watch(ctx, sys.JS) // before the resources exist: their whole history
 	if err != nil {
 		t.Fatal(err)
@@ -194,18 +172,7 @@ func TestCheckCatchesFencedPrimaryAndLeftovers(t *testing.T) {
 // resurrected, an acknowledged one that is gone as lost; reactions whose
 // last change has no known outcome may be either (issue 14 #10).
 func TestCheckCatchesReactionResurrection(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sys, err := system.Start(ctx, system.Config{InMemory: true, Workers: -1, NoProjector: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Close()
-	c, err := client.New(sys.APIURL, "user:alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, sys, c := startSystem(t)
 	led := workload.NewLedger()
 	if err := (workload.Seeder{Client: c, Ledger: led}).All(ctx, []workload.Conv{{ID: "r", Size: 2}}, nil); err != nil {
 		t.Fatal(err)
@@ -243,4 +210,23 @@ func TestCheckCatchesReactionResurrection(t *testing.T) {
 	if inv := rep.Invariants; inv.Resurrected != 1 || inv.LostWrites != 1 {
 		t.Fatalf("resurrected %d lost %d, want 1 and 1: %v", inv.Resurrected, inv.LostWrites, inv.Samples)
 	}
+}
+
+// startSystem starts an in-memory system without workers and a client of
+// alice's on its API, both closed when t ends.
+func startSystem(t *testing.T) (context.Context, *system.System, *client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	sys, err := system.Start(ctx, system.Config{InMemory: true, Workers: -1, NoProjector: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sys.Close() })
+	c, err := client.New(sys.APIURL, "user:alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return ctx, sys, c
 }
