@@ -21,10 +21,13 @@ type Report struct {
 		Pauses          int `json:"pauses"`
 		PausesTriggered int `json:"pauses_triggered"`
 		// PausePoints counts the triggered pauses by step boundary.
-		PausePoints     map[string]int `json:"pause_points,omitempty"`
-		DuplicateStarts int            `json:"duplicate_starts"`
-		StaleRequests   int            `json:"stale_api_requests"`
-		Schedule        []string       `json:"schedule,omitempty"`
+		PausePoints map[string]int `json:"pause_points,omitempty"`
+		// MaxClockOffsetMs is the largest worker clock offset (± half the
+		// skew margin; 0 with --no-clock-skew).
+		MaxClockOffsetMs float64  `json:"max_clock_offset_ms"`
+		DuplicateStarts  int      `json:"duplicate_starts"`
+		StaleRequests    int      `json:"stale_api_requests"`
+		Schedule         []string `json:"schedule,omitempty"`
 	} `json:"nemesis"`
 	Migrations struct {
 		Started    int `json:"started"`
@@ -69,6 +72,7 @@ func (r *Report) Print(w io.Writer) {
 	p("nemesis: %d leader kills, %d worker kills (%d started), %d partitions, %d pauses (%d hit a write lock), %d duplicate starts, %d stale-API requests",
 		n.LeaderKills, n.WorkerKills, n.WorkersStarted, n.Partitions, n.Pauses, n.PausesTriggered, n.DuplicateStarts, n.StaleRequests)
 	m := r.Migrations
+	p("worker clocks off by up to %.0f ms", n.MaxClockOffsetMs)
 	if len(n.PausePoints) > 0 {
 		p("pauses by step boundary: %v", n.PausePoints)
 	}

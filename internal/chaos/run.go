@@ -51,6 +51,11 @@ type Options struct {
 	Think time.Duration
 	// Verbose logs every nemesis action to Run's stderr.
 	Verbose bool
+	// NoClockSkew gives every worker the true clock. By default each
+	// worker (its lock clock and its engine clock) runs off by a seeded
+	// offset within ± half the lock protocol's skew margin, so that any two
+	// disagree by at most the margin (workers.go).
+	NoClockSkew bool
 }
 
 // EnsureDefaults fills the zero fields with the defaults.

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -73,7 +74,25 @@ func (r *run) startWorker() error {
 		r.logf("worker %d resumes (stale) on %s", cw.id, st.Resource)
 		return nil
 	}
-	w, err := system.NewWorker(&cfg, r.sys.NC, r.sys.JS, r.sys.Locker, r.sys.Directory)
+	lk := r.sys.Locker
+	if !r.o.NoClockSkew {
+		// Clock skew within the margin: this worker's lock decisions and
+		// engine timers run off by offset; any two workers disagree by at
+		// most the margin the protocol allows for (paper 000 §4.1).
+		lc := r.sys.Locker.Config()
+		offset := r.clockOffset(cw.id, lc.ClockSkew)
+		lc.Clock = func() time.Time { return time.Now().Add(offset) }
+		var err error
+		if lk, err = kvrouting.NewLocker(r.sys.Routing, lc); err != nil {
+			cw.cancel()
+			return err
+		}
+		cfg.Orchestrator.Clock = lc.Clock
+		r.mu.Lock()
+		r.rep.Nemesis.MaxClockOffsetMs = max(r.rep.Nemesis.MaxClockOffsetMs, float64(offset.Abs().Microseconds())/1000)
+		r.mu.Unlock()
+	}
+	w, err := system.NewWorker(&cfg, r.sys.NC, r.sys.JS, lk, r.sys.Directory)
 	if err != nil {
 		cw.cancel()
 		return err
@@ -108,4 +127,14 @@ func (r *run) stopWorkers() {
 	for _, cw := range ws {
 		r.killWorker(cw)
 	}
+}
+
+// clockOffset is worker id's clock offset, seeded: uniform in
+// [-skew/2, +skew/2].
+func (r *run) clockOffset(id int, skew time.Duration) time.Duration {
+	if skew <= 0 {
+		return 0
+	}
+	rng := rand.New(rand.NewPCG(r.o.Seed, 1000+uint64(id)))
+	return time.Duration(rng.Int64N(int64(skew)+1)) - skew/2
 }
