@@ -26,6 +26,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.Clients, "clients", 6, "concurrent users driving live traffic")
 	fs.DurationVar(&o.Think, "think", 100*time.Millisecond, "mean pause between one user's requests (uniform in [think/2, 3*think/2]); the traffic is live but bounded, so conversations stay of a size that migrates in seconds")
 	fs.BoolVar(&o.Verbose, "v", false, "log every nemesis action to stderr")
+	fs.BoolVar(&o.NoSlowFsync, "no-slow-fsync", false, "keep the stores' fsyncs as the disk does them (by default about one in twenty takes 5-50 ms longer)")
 	fs.BoolVar(&o.NoClockSkew, "no-clock-skew", false, "give every worker the true clock (by default each runs off by a seeded offset within ± half the skew margin)")
 	if err := parse(fs, args); err != nil {
 		return err

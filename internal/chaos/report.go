@@ -24,10 +24,12 @@ type Report struct {
 		PausePoints map[string]int `json:"pause_points,omitempty"`
 		// MaxClockOffsetMs is the largest worker clock offset (± half the
 		// skew margin; 0 with --no-clock-skew).
-		MaxClockOffsetMs float64  `json:"max_clock_offset_ms"`
-		DuplicateStarts  int      `json:"duplicate_starts"`
-		StaleRequests    int      `json:"stale_api_requests"`
-		Schedule         []string `json:"schedule,omitempty"`
+		MaxClockOffsetMs float64 `json:"max_clock_offset_ms"`
+		// SlowFsyncs counts the store fsyncs the slow-disk fault stretched.
+		SlowFsyncs      int64    `json:"slow_fsyncs"`
+		DuplicateStarts int      `json:"duplicate_starts"`
+		StaleRequests   int      `json:"stale_api_requests"`
+		Schedule        []string `json:"schedule,omitempty"`
 	} `json:"nemesis"`
 	Migrations struct {
 		Started    int `json:"started"`
@@ -72,7 +74,7 @@ func (r *Report) Print(w io.Writer) {
 	p("nemesis: %d leader kills, %d worker kills (%d started), %d partitions, %d pauses (%d hit a write lock), %d duplicate starts, %d stale-API requests",
 		n.LeaderKills, n.WorkerKills, n.WorkersStarted, n.Partitions, n.Pauses, n.PausesTriggered, n.DuplicateStarts, n.StaleRequests)
 	m := r.Migrations
-	p("worker clocks off by up to %.0f ms", n.MaxClockOffsetMs)
+	p("worker clocks off by up to %.0f ms; %d store fsyncs slowed by 5–50 ms", n.MaxClockOffsetMs, n.SlowFsyncs)
 	if len(n.PausePoints) > 0 {
 		p("pauses by step boundary: %v", n.PausePoints)
 	}

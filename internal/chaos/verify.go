@@ -36,6 +36,9 @@ func (r *run) verify(ctx context.Context, reader *client.Client) error {
 	m.Completed, m.RolledBack, m.Unfinished = res.Migrations.Completed, res.Migrations.RolledBack, res.Migrations.Unfinished
 	m.Reasons, m.StepErrors = res.Migrations.Reasons, res.Migrations.StepErrors
 	rep.Observed.Revisions = res.Revisions
+	if r.slow != nil {
+		rep.Nemesis.SlowFsyncs = r.slow.slows.Load()
+	}
 	rep.Invariants = res.Invariants
 	return nil
 }

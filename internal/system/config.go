@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
@@ -66,6 +67,9 @@ type Config struct {
 	// WorkerOptions are given to every worker (bench baselines only:
 	// bench.FencePolicy, orchestrator.WithoutHolderCache).
 	WorkerOptions []orchestrator.WorkerOption
+	// StoreFS, if set, wraps the filesystem of every service store (chaos:
+	// a filesystem whose fsyncs are sometimes slow).
+	StoreFS func(vfs.FS) vfs.FS
 }
 
 // EnsureDefaults fills zero fields with the dev defaults and checks the

@@ -261,7 +261,7 @@ func provideRegions(lc fx.Lifecycle, cfg *Config, lk *kvrouting.Locker) (Regions
 	for _, r := range cfg.Regions {
 		// A source cleanup keeps what a later migration brings back here
 		// (decided under each store's lock: services.RoutingCleanupGuard).
-		opts := chat.RegionOptions{Name: r, InMemory: cfg.InMemory || cfg.DataDir == "", KeepOnCleanup: services.RoutingCleanupGuard(lk, r)}
+		opts := chat.RegionOptions{Name: r, InMemory: cfg.InMemory || cfg.DataDir == "", KeepOnCleanup: services.RoutingCleanupGuard(lk, r), WrapFS: cfg.StoreFS}
 		if !opts.InMemory {
 			opts.Dir = filepath.Join(cfg.DataDir, "regions", r)
 		}

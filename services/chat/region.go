@@ -81,6 +81,8 @@ type RegionOptions struct {
 	KeepOnCleanup func(ctx context.Context, resource string) (bool, error)
 	// MaxMediaBytes caps a blob (default media.DefaultMaxBytes).
 	MaxMediaBytes int
+	// WrapFS, if set, wraps each store's filesystem (fault injection).
+	WrapFS func(vfs.FS) vfs.FS
 }
 
 // Region is one region's chat services. Safe for concurrent use; Close once
@@ -117,6 +119,13 @@ func OpenRegion(opts RegionOptions) (*Region, error) {
 		}
 		if opts.InMemory {
 			so.Dir, so.FS = "", vfs.NewMem()
+		}
+		if opts.WrapFS != nil {
+			base := so.FS
+			if base == nil {
+				base = vfs.Default
+			}
+			so.FS = opts.WrapFS(base)
 		}
 		if opts.NoSync {
 			f := false
