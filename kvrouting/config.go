@@ -1,6 +1,7 @@
 package kvrouting
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -33,6 +34,11 @@ type LockConfig struct {
 	MaxAttempts int
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
+	// BeforeCAS, if set, is called by every lock mutation between its
+	// decision (the transition computed from the document it read) and its
+	// conditional write: a fault-injection point for `cutover chaos`,
+	// which pauses a holder there. nil in production.
+	BeforeCAS func(ctx context.Context, res Resource, next *Document)
 }
 
 // EnsureDefaults fills zero fields with the documented defaults.

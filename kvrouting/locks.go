@@ -295,6 +295,9 @@ func (l *Locker) mutate(ctx context.Context, res Resource, cached *Document, fn 
 			}
 			return doc, nil
 		}
+		if h := l.cfg.BeforeCAS; h != nil {
+			h(ctx, res, next)
+		}
 		rev, err := l.store.update(ctx, res, next, doc.Revision)
 		if err == nil {
 			next.Revision = rev

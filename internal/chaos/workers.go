@@ -26,15 +26,16 @@ type worker struct {
 	pause atomic.Value // string; "" = not armed
 }
 
-// pausePoints are the step boundaries a worker can be paused at, each the
-// event a step appends after its side effect (the orchestrator's
-// BeforeAppend hook): after the pre-lock CAS, after the hard-delete
+// pausePoints are the points a worker can be paused at: "lock-cas", between
+// a lock decision and its conditional write (kvrouting.LockConfig.BeforeCAS),
+// and the step boundaries, each the event a step appends after its side
+// effect (the orchestrator's BeforeAppend hook): after the pre-lock CAS, after the hard-delete
 // escalation and its fences, mid-copy (pages imported, their checkpoint
 // not yet recorded), after the write-lock escalation and its fences, after
 // delta pages, after a validation, between the swap CAS (with its
 // post-swap fence) and the Swapped event, after a rollback's release and
 // cleanup, after scheduling and after running the source cleanup.
-var pausePoints = []string{"pre-locked", "hard-delete-locked", "copy", "write-locked", "delta", "validated", "swapped", "rolled-back", "cleanup-scheduled", "cleaned-up"}
+var pausePoints = []string{"lock-cas", "pre-locked", "hard-delete-locked", "copy", "write-locked", "delta", "validated", "swapped", "rolled-back", "cleanup-scheduled", "cleaned-up"}
 
 // pausePoint is the pause point a step's next event belongs to.
 func pausePoint(typ string) string {
@@ -74,23 +75,45 @@ func (r *run) startWorker() error {
 		r.logf("worker %d resumes (stale) on %s", cw.id, st.Resource)
 		return nil
 	}
-	lk := r.sys.Locker
+	// The worker's own Locker: its clock, and the pause point between a
+	// lock decision and its conditional write.
+	lc := r.sys.Locker.Config()
 	if !r.o.NoClockSkew {
 		// Clock skew within the margin: this worker's lock decisions and
 		// engine timers run off by offset; any two workers disagree by at
 		// most the margin the protocol allows for (paper 000 §4.1).
-		lc := r.sys.Locker.Config()
 		offset := r.clockOffset(cw.id, lc.ClockSkew)
 		lc.Clock = func() time.Time { return time.Now().Add(offset) }
-		var err error
-		if lk, err = kvrouting.NewLocker(r.sys.Routing, lc); err != nil {
-			cw.cancel()
-			return err
-		}
 		cfg.Orchestrator.Clock = lc.Clock
 		r.mu.Lock()
 		r.rep.Nemesis.MaxClockOffsetMs = max(r.rep.Nemesis.MaxClockOffsetMs, float64(offset.Abs().Microseconds())/1000)
 		r.mu.Unlock()
+	}
+	lc.BeforeCAS = func(ctx context.Context, res kvrouting.Resource, next *kvrouting.Document) {
+		if armed, _ := cw.pause.Load().(string); armed != "lock-cas" || !cw.pause.CompareAndSwap(armed, "") {
+			return
+		}
+		r.mu.Lock()
+		r.mu.paused[next.Primary.Lock.Token] = true
+		if next.Secondary != nil && next.Secondary.Lock.Token != "" {
+			r.mu.paused[next.Secondary.Lock.Token] = true
+		}
+		r.rep.Nemesis.PausesTriggered++
+		if r.rep.Nemesis.PausePoints == nil {
+			r.rep.Nemesis.PausePoints = map[string]int{}
+		}
+		r.rep.Nemesis.PausePoints["lock-cas"]++
+		r.mu.Unlock()
+		r.logf("worker %d paused between a lock decision on %s and its write", cw.id, res)
+		select {
+		case <-time.After(max(writeLease, ackWait) + 2*time.Second):
+		case <-cw.ctx.Done():
+		}
+	}
+	lk, err := kvrouting.NewLocker(r.sys.Routing, lc)
+	if err != nil {
+		cw.cancel()
+		return err
 	}
 	w, err := system.NewWorker(&cfg, r.sys.NC, r.sys.JS, lk, r.sys.Directory)
 	if err != nil {
