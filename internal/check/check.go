@@ -270,6 +270,7 @@ func (c Config) conversation(ctx context.Context, r *Report, conv string) error 
 	if err := c.reactions(ctx, inv, conv); err != nil {
 		return err
 	}
+	c.reads(inv, conv)
 
 	if err := c.leftovers(ctx, inv, conv, res, doc, history); err != nil {
 		return err
@@ -495,4 +496,36 @@ func (c Config) reactions(ctx context.Context, inv *Invariants, conv string) err
 		}
 	}
 	return nil
+}
+
+// reads replays, per message its writer read, the writer's operations and
+// reads in order: a read must show the state after the last acknowledged
+// operation before it, or one a write of unknown outcome before it could
+// have left (such a write may land late, so it stays possible).
+func (c Config) reads(inv *Invariants, conv string) {
+	type state struct {
+		found bool
+		text  string
+	}
+	for id, es := range c.Ledger.History(conv) {
+		cur := state{}
+		var maybe []state
+		for _, e := range es {
+			switch e.Kind {
+			case workload.EventWrite, workload.EventDelete:
+				s := state{found: e.Kind == workload.EventWrite, text: e.Text}
+				if e.Acked {
+					cur = s
+				} else {
+					maybe = append(maybe, s)
+				}
+			case workload.EventRead:
+				obs := state{found: e.Found, text: e.Text}
+				if obs != cur && !slices.Contains(maybe, obs) {
+					inv.StaleReads++
+					inv.sample("stale read of %s/%s by its writer: found=%v %q, want found=%v %q", conv, id, obs.found, obs.text, cur.found, cur.text)
+				}
+			}
+		}
+	}
 }

@@ -101,7 +101,7 @@ func TestInvariantsJSON(t *testing.T) {
 		"writes_at_non_authoritative_location": 3, "partial_cutovers": 0, "orphaned_locks": 0, "not_at_target": 0,
 		"migrations_not_completed_or_cleanly_rolled_back": 0, "stale_token_ops": 0, "paused_holder_ops_after_expiry": 0,
 		"max_write_fence_ms": 12, "write_lock_expiry_ms": 10, "unacknowledged_present": 0, "unacknowledged_applied": 0,
-		"fenced_primaries": 0, "target_leftovers": 0,
+		"fenced_primaries": 0, "target_leftovers": 0, "stale_reads": 0,
 	} {
 		if got, ok := m[k]; !ok || got != want {
 			t.Errorf("%s: %v (present %v), want %v", k, got, ok, want)
@@ -229,4 +229,50 @@ func startSystem(t *testing.T) (context.Context, *system.System, *client.Client)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return ctx, sys, c
+}
+
+// A read by a message's writer must show its own acknowledged operations
+// (read your writes) and never a message it deleted; a write of unknown
+// outcome may or may not show (issue 14 #10: reads are kept and checked).
+func TestCheckCatchesStaleReads(t *testing.T) {
+	ctx, sys, c := startSystem(t)
+	led := workload.NewLedger()
+	if err := (workload.Seeder{Client: c, Ledger: led}).All(ctx, []workload.Conv{{ID: "s", Size: 1}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	post := func(id, text string) {
+		mustOK(t)(c.PostMessage(ctx, "s", client.NewMessage{ID: id, Text: text}))
+		led.Acked("s", id, text)
+	}
+	post("x", "a")
+	led.ReadByWriter("s", "x", true, "a")
+	mustOK(t)(c.EditMessage(ctx, "s", "x", "b"))
+	led.Acked("s", "x", "b")
+	led.ReadByWriter("s", "x", true, "b")
+	led.Uncertain("s", "x", "c", false)
+	led.ReadByWriter("s", "x", true, "c") // a write of unknown outcome may show
+	led.ReadByWriter("s", "x", true, "b") // ... or not
+	post("y", "gone")
+	mustOK(t)(c.DeleteMessage(ctx, "s", "y"))
+	led.AckedDelete("s", "y")
+	led.ReadByWriter("s", "y", false, "")
+	cfg := check.Config{Ledger: led, Convs: []string{"s"}, Reader: c, Routing: sys.Locker.Get}
+	rep, err := check.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := rep.Invariants.Failures(); len(bad) != 0 {
+		t.Fatalf("a clean run fails: %v %v", bad, rep.Invariants.Samples)
+	}
+	// Mutations: the writer reads its old text after its acknowledged
+	// edit, and finds the message it deleted.
+	led.ReadByWriter("s", "x", true, "a")
+	led.ReadByWriter("s", "y", true, "gone")
+	rep, err = check.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv := rep.Invariants; inv.StaleReads != 2 || inv.LostWrites != 0 || inv.Resurrected != 0 {
+		t.Fatalf("stale reads %d (lost %d, resurrected %d), want 2: %v", inv.StaleReads, inv.LostWrites, inv.Resurrected, inv.Samples)
+	}
 }

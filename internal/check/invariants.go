@@ -42,6 +42,12 @@ type Invariants struct {
 	// lock still in force); PausedHolderOps: those by paused holders.
 	StaleTokenOps   int `json:"stale_token_ops"`
 	PausedHolderOps int `json:"paused_holder_ops_after_expiry"`
+	// StaleReads: a read of a message by its writer that no order of the
+	// writer's own operations allows: an acknowledged post, edit or delete
+	// not seen by a later read of the same user (read your writes), a
+	// deleted message found again. Writes with an unknown outcome may or
+	// may not show.
+	StaleReads int `json:"stale_reads"`
 	// FencedPrimaries: an active store fence at a resource's primary once
 	// every migration has ended (users would get 423 at the authoritative
 	// region until it lapses).
@@ -97,6 +103,7 @@ func (inv Invariants) Failures() []string {
 	add(inv.NotAtTarget, "resources not at the target")
 	add(inv.NotClean, "migrations neither completed nor cleanly rolled back")
 	add(inv.StaleTokenOps, "operations accepted with a stale token")
+	add(inv.StaleReads, "stale reads of the writer's own messages")
 	add(inv.FencedPrimaries, "fenced primaries")
 	add(inv.TargetLeftovers, "resources with data left outside their primary and cleanup window")
 	add(inv.PausedHolderOps, "operations by a paused holder after its expiry")
@@ -123,6 +130,7 @@ func (inv Invariants) Print(w io.Writer) {
 	p("  resources not at the target            %d", inv.NotAtTarget)
 	p("  migrations not completed/rolled back   %d", inv.NotClean)
 	p("  operations with a stale token          %d (by paused holders after expiry: %d)", inv.StaleTokenOps, inv.PausedHolderOps)
+	p("  stale reads (read your writes)         %d", inv.StaleReads)
 	p("  fenced primaries                       %d", inv.FencedPrimaries)
 	p("  data left outside primary and window   %d", inv.TargetLeftovers)
 	p("  longest write fence                    %.0f ms (write-lock expiry %.0f ms)", inv.MaxWriteFenceMs, inv.WriteLockExpiryMs)

@@ -27,16 +27,71 @@ type Ledger struct {
 	mu     sync.Mutex
 	msgs   map[string]map[string]*Msg // conversation → message id → state
 	reacts map[string]map[ReactionKey]*Reaction
+	// hist is every operation and read of a message in the order its one
+	// writer (the user who posted it) did them.
+	hist map[string]map[string][]Event
+}
+
+// EventKind is what an Event did.
+type EventKind uint8
+
+// Event kinds.
+const (
+	EventWrite  EventKind = iota // a post or an edit (Text)
+	EventDelete                  // a delete
+	EventRead                    // a read by the message's writer (Found, Text)
+)
+
+// Event is one operation on a message, or one read of it by its writer.
+// A write or delete not Acked has an unknown outcome (it may have applied,
+// even later than the writer's next operation).
+type Event struct {
+	Kind  EventKind
+	Acked bool
+	Text  string
+	Found bool
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger { return &Ledger{msgs: map[string]map[string]*Msg{}} }
 
 // Acked records an acknowledged post or edit of (conv, id) with text.
-func (l *Ledger) Acked(conv, id, text string) { l.set(conv, id, Msg{Text: text}) }
+func (l *Ledger) Acked(conv, id, text string) {
+	l.set(conv, id, Msg{Text: text})
+	l.event(conv, id, Event{Kind: EventWrite, Acked: true, Text: text})
+}
 
 // AckedDelete records an acknowledged delete of (conv, id).
-func (l *Ledger) AckedDelete(conv, id string) { l.set(conv, id, Msg{Deleted: true}) }
+func (l *Ledger) AckedDelete(conv, id string) {
+	l.set(conv, id, Msg{Deleted: true})
+	l.event(conv, id, Event{Kind: EventDelete, Acked: true})
+}
+
+// ReadByWriter records what a read of (conv, id) by the message's writer
+// returned: found with text, or not found.
+func (l *Ledger) ReadByWriter(conv, id string, found bool, text string) {
+	l.event(conv, id, Event{Kind: EventRead, Found: found, Text: text})
+}
+
+// History returns, for every message of conv that its writer read, its
+// events in the writer's order.
+func (l *Ledger) History(conv string) map[string][]Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string][]Event{}
+	for id, es := range l.hist[conv] {
+		if slices.ContainsFunc(es, func(e Event) bool { return e.Kind == EventRead }) {
+			out[id] = slices.Clone(es)
+		}
+	}
+	return out
+}
+
+func (l *Ledger) event(conv, id string, e Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.appendEvent(conv, id, e)
+}
 
 // Uncertain records a post or edit (text) or a delete (deleted) of (conv,
 // id) whose outcome is unknown.
@@ -51,9 +106,24 @@ func (l *Ledger) Uncertain(conv, id, text string, deleted bool) {
 	}
 	if deleted {
 		st.MaybeDeleted = true
+		l.appendEvent(conv, id, Event{Kind: EventDelete})
 	} else {
 		st.Maybe = append(st.Maybe, text)
+		l.appendEvent(conv, id, Event{Kind: EventWrite, Text: text})
 	}
+}
+
+// appendEvent is event with l.mu held.
+func (l *Ledger) appendEvent(conv, id string, e Event) {
+	if l.hist == nil {
+		l.hist = map[string]map[string][]Event{}
+	}
+	m := l.hist[conv]
+	if m == nil {
+		m = map[string][]Event{}
+		l.hist[conv] = m
+	}
+	m[id] = append(m[id], e)
 }
 
 // Messages returns a copy of what the ledger knows of conv's messages.

@@ -117,7 +117,8 @@ func StartTraffic(ctx context.Context, cfg TrafficConfig) (*Traffic, error) {
 // user is one user's loop.
 func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string, c *client.Client) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(ui)+100))
-	own := map[string][]string{} // conversation → this user's live messages
+	own := map[string][]string{}  // conversation → this user's live messages
+	gone := map[string][]string{} // conversation → this user's last deleted messages
 	led := cfg.Ledger
 	m := cfg.Mix
 	n := 0
@@ -157,6 +158,10 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 			if _, err = c.DeleteMessage(ctx, conv, id); err == nil {
 				led.ackDelete(conv, id)
 				own[conv] = slices.Delete(own[conv], i, i+1)
+				gone[conv] = append(gone[conv], id)
+				if len(gone[conv]) > 5 {
+					gone[conv] = gone[conv][1:]
+				}
 			} else {
 				led.uncertain(conv, id, "", true)
 			}
@@ -176,6 +181,25 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 				led.ackReaction(conv, k, add)
 			} else {
 				led.uncertainReaction(conv, k)
+			}
+		case len(own[conv])+len(gone[conv]) > 0 && rng.IntN(2) == 0:
+			// Read one of this user's own messages, live or deleted: its
+			// result is ledgered and checked against the user's own
+			// acknowledged operations (read your writes, and no deleted
+			// message found again).
+			write = false
+			t.reads.Add(1)
+			ids := append(slices.Clone(own[conv]), gone[conv]...)
+			id := ids[rng.IntN(len(ids))]
+			var msg client.Message
+			msg, err = c.GetMessage(ctx, conv, id)
+			var ae *client.APIError
+			switch {
+			case err == nil:
+				led.readByWriter(conv, id, true, msg.Text)
+			case errors.As(err, &ae) && ae.Code == client.CodeNotFound:
+				led.readByWriter(conv, id, false, "")
+				err = nil
 			}
 		default:
 			write = false
@@ -241,6 +265,12 @@ func (l *Ledger) ackReaction(conv string, k ReactionKey, present bool) {
 func (l *Ledger) uncertainReaction(conv string, k ReactionKey) {
 	if l != nil {
 		l.UncertainReaction(conv, k)
+	}
+}
+
+func (l *Ledger) readByWriter(conv, id string, found bool, text string) {
+	if l != nil {
+		l.ReadByWriter(conv, id, found, text)
 	}
 }
 
