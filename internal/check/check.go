@@ -212,7 +212,9 @@ func (c Config) conversation(ctx context.Context, r *Report, conv string) error 
 		for _, f := range fs {
 			if f.Active(time.Now()) {
 				inv.FencedPrimaries++
-				inv.sample("%s fence at the primary %s of %s until %s", f.Level, doc.Primary.Region, conv, f.Expiry.Format("15:04:05.000"))
+				inv.sample("%s fence at the primary %s of %s set %s until %s by %s; routing: last migration %s, last swap %+v",
+					f.Level, doc.Primary.Region, conv, f.SetAt.Format("15:04:05.000"), f.Expiry.Format("15:04:05.000"),
+					c.tokenOwner(ctx, f.Token), doc.LastMigrationID, doc.LastSwap)
 				break
 			}
 		}
@@ -528,4 +530,34 @@ func (c Config) reads(inv *Invariants, conv string) {
 			}
 		}
 	}
+}
+
+// tokenOwner names the migration (and attempt) that held token, from the
+// histories of c.Migrations: the evidence a stranded fence needs. It reads
+// every history, so it runs only when a violation is found.
+func (c Config) tokenOwner(ctx context.Context, token string) string {
+	if c.Orch == nil || token == "" {
+		return "an unknown token"
+	}
+	for _, id := range c.Migrations {
+		hs, err := c.Orch.History(ctx, id)
+		if err != nil {
+			continue
+		}
+		for _, e := range hs {
+			if e.State != nil && e.State.Token == token {
+				last := hs[len(hs)-1]
+				if last.State == nil {
+					last = e
+				}
+				var types []string
+				for _, x := range hs {
+					types = append(types, x.Type)
+				}
+				return fmt.Sprintf("migration %s attempt %d (%s → %s, now %s/%s; events %s)", id, e.State.Attempt,
+					e.State.Source, e.State.Target, last.State.Phase, last.State.Status, strings.Join(types, ","))
+			}
+		}
+	}
+	return "a token of no tracked migration"
 }
