@@ -163,6 +163,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	}
 	r := &Report{}
 	r.Invariants.WriteLockExpiryMs = float64(c.WriteLease.Milliseconds())
+	r.Invariants.ClockSkewMs = float64(c.ClockSkew.Milliseconds())
 	if err := c.migrations(ctx, r); err != nil {
 		return nil, err
 	}

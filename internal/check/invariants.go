@@ -62,6 +62,10 @@ type Invariants struct {
 	// routing revisions; WriteLockExpiryMs is the write lease.
 	MaxWriteFenceMs   float64 `json:"max_write_fence_ms"`
 	WriteLockExpiryMs float64 `json:"write_lock_expiry_ms"`
+	// ClockSkewMs is the lock protocol's skew margin: the fence is held to
+	// the expiry plus it (a holder's clock may run that far ahead of the
+	// stream leader's, which stamps the revisions).
+	ClockSkewMs float64 `json:"clock_skew_ms"`
 	// Unacknowledged: messages present that no client ever attempted;
 	// Uncertain: writes whose reply never came, found applied (allowed).
 	// Neither fails a run; the cluster test requires Unacknowledged = 0.
@@ -107,8 +111,8 @@ func (inv Invariants) Failures() []string {
 	add(inv.FencedPrimaries, "fenced primaries")
 	add(inv.TargetLeftovers, "resources with data left outside their primary and cleanup window")
 	add(inv.PausedHolderOps, "operations by a paused holder after its expiry")
-	if inv.MaxWriteFenceMs > inv.WriteLockExpiryMs {
-		bad = append(bad, fmt.Sprintf("write fence %.0f ms beyond the write-lock expiry %.0f ms", inv.MaxWriteFenceMs, inv.WriteLockExpiryMs))
+	if inv.MaxWriteFenceMs > inv.WriteLockExpiryMs+inv.ClockSkewMs {
+		bad = append(bad, fmt.Sprintf("write fence %.0f ms beyond the write-lock expiry %.0f ms + skew %.0f ms", inv.MaxWriteFenceMs, inv.WriteLockExpiryMs, inv.ClockSkewMs))
 	}
 	return bad
 }
@@ -133,7 +137,7 @@ func (inv Invariants) Print(w io.Writer) {
 	p("  stale reads (read your writes)         %d", inv.StaleReads)
 	p("  fenced primaries                       %d", inv.FencedPrimaries)
 	p("  data left outside primary and window   %d", inv.TargetLeftovers)
-	p("  longest write fence                    %.0f ms (write-lock expiry %.0f ms)", inv.MaxWriteFenceMs, inv.WriteLockExpiryMs)
+	p("  longest write fence                    %.0f ms (write-lock expiry %.0f ms + skew %.0f ms)", inv.MaxWriteFenceMs, inv.WriteLockExpiryMs, inv.ClockSkewMs)
 	p("  (writes whose reply never came, found applied: %d; messages no client sent: %d; both allowed)", inv.Uncertain, inv.Unacknowledged)
 	for _, x := range inv.Samples {
 		p("    %s", x)
