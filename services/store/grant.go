@@ -130,16 +130,20 @@ func (s *Store) ImportGranted(resource, token string, recs []Record) (int, error
 	if token == "" {
 		return 0, invalidf("import: empty grant token")
 	}
-	return s.importRecords(resource, recs, func() error {
-		g, err := s.getGrant(s.db, resource)
-		if err != nil {
-			return err
-		}
-		if g.Token != token || s.now().UnixNano() >= g.Expiry {
-			return ErrNoGrant
-		}
-		return nil
-	})
+	return s.importRecords(resource, recs, func() error { return s.granted(resource, token) })
+}
+
+// granted is nil if an import grant of token is in force at resource, else
+// ErrNoGrant; the resource's lock is held.
+func (s *Store) granted(resource, token string) error {
+	g, err := s.getGrant(s.db, resource)
+	if err != nil {
+		return err
+	}
+	if g.Token != token || s.now().UnixNano() >= g.Expiry {
+		return ErrNoGrant
+	}
+	return nil
 }
 
 // ResetGranted deletes every record of resource (live and tombstones, with
@@ -163,12 +167,8 @@ func (s *Store) ResetGranted(resource, token string) (int, error) {
 	defer s.leave()
 	unlock := s.lockResource(resource)
 	defer unlock()
-	g, err := s.getGrant(s.db, resource)
-	if err != nil {
+	if err := s.granted(resource, token); err != nil {
 		return 0, err
-	}
-	if g.Token != token || s.now().UnixNano() >= g.Expiry {
-		return 0, ErrNoGrant
 	}
 	return s.deleteAllLocked(resource)
 }
