@@ -240,6 +240,25 @@ func (pc *ProxiedCluster) Partition(k int, mode ProxyMode) {
 // Heal reopens every link of node k.
 func (pc *ProxiedCluster) Heal(k int) { pc.setLinks(k, ProxyOpen) }
 
+// CrashNode is the closest in-process equivalent of SIGKILL of node k: its
+// links are blackholed first, so nothing it sends while shutting down
+// reaches a peer (nats-server's shutdown hands off the Raft groups it leads;
+// a killed process cannot), then it is stopped, keeping its store. Its
+// peers see its routes close without a word, as after a kill; replies in
+// flight are lost. Unlike a kill, the node's store is flushed on the way
+// down — with sync_interval always every acknowledged write was already
+// synced, so what a kill could lose is only what no one was told is stored.
+// The links are reopened for RestartNode. Out-of-range indexes are
+// ignored.
+func (pc *ProxiedCluster) CrashNode(k int) {
+	if k < 0 || k >= len(pc.Servers) {
+		return
+	}
+	pc.setLinks(k, ProxyBlackhole)
+	pc.KillNode(k)
+	pc.Heal(k)
+}
+
 func (pc *ProxiedCluster) setLinks(k int, mode ProxyMode) {
 	if k < 0 || k >= len(pc.Proxies) {
 		return

@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestProxyModes(t *testing.T) {
@@ -123,4 +125,84 @@ func TestProxiedClusterPartition(t *testing.T) {
 	waitRoutes(2, func(n int) bool { return n == 0 })
 	pc.Heal(2)
 	waitRoutes(2, func(n int) bool { return n > 0 })
+}
+
+// TestCrashNodeLosesNoAcknowledgedWrite: the leader of an R3 stream is
+// crashed (CrashNode: no handoff reaches its peers); the survivors elect a
+// leader among themselves, every acknowledged publish is there, publishing
+// goes on, and the crashed node rejoins and catches up after a restart.
+func TestCrashNodeLosesNoAcknowledgedWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	pc, err := StartProxiedCluster(ClusterOptions{Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, js, err := Connect(ctx, pc.ClientURLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	const stream = "CRASH"
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"crash.>"}, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	acked := 0
+	publish := func(n int) {
+		t.Helper()
+		for range n {
+			// Retried until acknowledged: an unacknowledged publish may or
+			// may not be stored, an acknowledged one must be.
+			for {
+				if _, err := js.Publish(ctx, "crash.x", []byte("m")); err == nil {
+					acked++
+					break
+				} else if ctx.Err() != nil {
+					t.Fatalf("publish: %v", err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	publish(50)
+	leader, err := pc.WaitStreamLeader(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.CrashNode(leader)
+	next, err := pc.WaitStreamLeader(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == leader {
+		t.Fatalf("node %d still leads after its crash", leader)
+	}
+	publish(50)
+	info := func() uint64 {
+		t.Helper()
+		for {
+			s, err := js.Stream(ctx, stream)
+			if err == nil {
+				return s.CachedInfo().State.Msgs
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("stream info: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if got := info(); got < uint64(acked) {
+		t.Fatalf("%d messages stored after the crash, %d acknowledged", got, acked)
+	}
+	if err := pc.RestartNode(leader); err != nil {
+		t.Fatal(err)
+	}
+	publish(10)
+	if got := info(); got < uint64(acked) {
+		t.Fatalf("%d messages stored after the restart, %d acknowledged", got, acked)
+	}
 }
