@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -43,8 +42,13 @@ func (r *run) nemesis(run, ctx context.Context) {
 	}
 }
 
-// killLeader stops the node leading ROUTING or the migration events stream
-// and restarts it after a pause.
+// killLeader crashes the node leading ROUTING or the migration events
+// stream and restarts it after a pause. The crash is ProxiedCluster.CrashNode,
+// the in-process equivalent of SIGKILL: the node's links are cut before it
+// stops, so no leadership handoff reaches its peers and they elect a new
+// leader after the old one went silent (a graceful shutdown would hand off
+// first). The process-level SIGKILL is TestCrashDurability and the cluster
+// test.
 func (r *run) killLeader(ctx context.Context, rng *rand.Rand) {
 	stream := cnats.RoutingStream
 	if rng.IntN(2) == 1 {
@@ -57,7 +61,7 @@ func (r *run) killLeader(ctx context.Context, rng *rand.Rand) {
 		return
 	}
 	r.schedule("kill-leader %s: node %d for %s", stream, i, down)
-	r.pc.KillNode(i)
+	r.pc.CrashNode(i)
 	r.mu.Lock()
 	r.rep.Nemesis.LeaderKills++
 	r.mu.Unlock()
@@ -87,27 +91,47 @@ func (r *run) killAWorker(rng *rand.Rand) {
 	}
 }
 
-// pauseAWorker arms a worker at a pause point (workers.go pausePoints,
-// chosen by the seed; every other pause is at the write lock, the point
-// that matters most): its next step ending there stalls past the write
-// lease and the ack wait, so a second worker takes the migration over,
-// then the first resumes as a stale holder.
+// pauseAWorker arms a pause point (workers.go pausePoints): the next step
+// of any worker that ends there stalls past the write lease and the ack
+// wait, so a second worker takes the migration over, then the first
+// resumes as a stale holder. Every other pause is at the write lock, the
+// point that matters most; the others go to the point paused least so far
+// (ties: armed least, then seeded), and a point stays armed until a step
+// reaches it, so that rare points (a rollback, a cleanup) are paused too.
 func (r *run) pauseAWorker(rng *rand.Rand) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.mu.workers) == 0 {
-		return
+	if r.mu.armed == nil {
+		r.mu.armed, r.mu.armings = map[string]bool{}, map[string]int{}
 	}
-	cw := r.mu.workers[rng.IntN(len(r.mu.workers))]
 	point := "write-locked"
-	if rng.IntN(2) == 0 {
-		point = pausePoints[rng.IntN(len(pausePoints))]
+	if r.rep.Nemesis.Pauses%2 == 1 {
+		best := -1
+		for _, i := range rng.Perm(len(pausePoints)) {
+			p := pausePoints[i]
+			if r.mu.armed[p] {
+				continue
+			}
+			if best < 0 || less(r.rep.Nemesis.PausePoints[p], r.mu.armings[p], r.rep.Nemesis.PausePoints[pausePoints[best]], r.mu.armings[pausePoints[best]]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return // every point armed already
+		}
+		point = pausePoints[best]
 	}
-	cw.pause.Store(point)
+	r.mu.armed[point] = true
+	r.mu.armings[point]++
 	r.rep.Nemesis.Pauses++
 	if len(r.rep.Nemesis.Schedule) < 200 {
-		r.rep.Nemesis.Schedule = append(r.rep.Nemesis.Schedule, "pause-worker "+strconv.Itoa(cw.id)+" before "+point)
+		r.rep.Nemesis.Schedule = append(r.rep.Nemesis.Schedule, "pause the next step at "+point)
 	}
+}
+
+// less orders pause points: fewer pauses first, then fewer armings.
+func less(fired, armed, fired2, armed2 int) bool {
+	return fired < fired2 || (fired == fired2 && armed < armed2)
 }
 
 // partition cuts one node that the run's own connection is not attached to
@@ -155,18 +179,28 @@ func (r *run) partition(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// duplicateStart races two start commands for one idle conversation.
+// duplicateStart races two start commands for one idle conversation. It
+// looks for an idle, unlocked one for up to 10 s (under a leader kill the
+// routing read may fail for a while), so that the fault happens.
 func (r *run) duplicateStart(ctx context.Context, rng *rand.Rand) {
-	idle := r.idleConvs()
-	if len(idle) == 0 {
+	var c, target string
+	k := rng.IntN(1 << 30) // one draw: the schedule stays the seed's
+	for deadline := time.Now().Add(10 * time.Second); c == "" && time.Now().Before(deadline) && ctx.Err() == nil; {
+		idle := r.idleConvs()
+		if len(idle) > 0 {
+			cand := idle[k%len(idle)]
+			k++
+			if doc, err := r.sys.Locker.Get(ctx, chatResource(cand)); err == nil && doc.Primary.Lock.IsZero() {
+				c, target = cand, r.other(doc.Primary.Region)
+				break
+			}
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+	if c == "" {
+		r.schedule("duplicate-start: no idle unlocked conversation in 10 s")
 		return
 	}
-	c := idle[rng.IntN(len(idle))]
-	doc, err := r.sys.Locker.Get(ctx, chatResource(c))
-	if err != nil || !doc.Primary.Lock.IsZero() {
-		return
-	}
-	target := r.other(doc.Primary.Region)
 	r.schedule("duplicate-start %s → %s", c, target)
 	var wg sync.WaitGroup
 	ids := make([]string, 2)
@@ -233,9 +267,7 @@ func (r *run) heal(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	n := len(r.mu.workers)
-	for _, cw := range r.mu.workers {
-		cw.pause.Store("")
-	}
+	clear(r.mu.armed)
 	r.mu.Unlock()
 	for ; n < r.o.Workers; n++ {
 		if err := r.startWorker(); err != nil {

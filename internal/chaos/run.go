@@ -27,9 +27,11 @@ const (
 	writeLease = 3 * time.Second
 	// ackWait is the workers' ack wait (= their step timeout): a worker
 	// paused longer than it has its migration handed to a second worker.
-	ackWait    = 5 * time.Second
-	staleTTL   = 8 * time.Second
-	drainLimit = 2 * time.Minute
+	ackWait  = 5 * time.Second
+	staleTTL = 8 * time.Second
+	// cleanupWindow is how long an old location keeps its copy.
+	cleanupWindow = 90 * time.Second
+	drainLimit    = 2 * time.Minute
 )
 
 // Options are a run's settings (the command's flags). Zero values mean the
@@ -114,6 +116,10 @@ type run struct {
 		paused   map[kvrouting.Token]bool
 		// afterSwap marks migrations startAfterSwap has looked at.
 		afterSwap map[string]bool
+		// armed are the pause points armed and not yet reached; armings
+		// counts how often each was armed (nemesis.go pauseAWorker).
+		armed   map[string]bool
+		armings map[string]int
 	}
 }
 
@@ -218,6 +224,7 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*Report, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.migrate(runCtx) })
 	wg.Go(func() { r.nemesis(runCtx, ctx) })
+	wg.Go(func() { r.progress(runCtx, start) })
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -253,8 +260,11 @@ func (r *run) start(ctx context.Context, dataDir string) error {
 		Workers: -1, NoProjector: true, NoEventMetrics: true}
 	cfg.Locks = kvrouting.LockConfig{PreLockLease: time.Minute, HardDeleteLease: 10 * time.Second,
 		WriteLease: writeLease, MaxLease: 10 * time.Minute, SecondaryLease: time.Hour}
-	cfg.Orchestrator.CleanupWindow = 10 * time.Minute // keep the old location for the dual-authority check
-	cfg.Orchestrator.AckWait = ackWait                // ≥ the step timeout (orchestrator.Config.Validate)
+	// Long enough to check the old location of the later swaps, short
+	// enough that the earlier ones are cleaned up during the run (the
+	// cleanup racing moves back and the nemesis).
+	cfg.Orchestrator.CleanupWindow = cleanupWindow
+	cfg.Orchestrator.AckWait = ackWait // ≥ the step timeout (orchestrator.Config.Validate)
 	cfg.Orchestrator.RescheduleBackoff = 500 * time.Millisecond
 	cfg.Orchestrator.StepTimeout = ackWait
 	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
@@ -293,5 +303,29 @@ func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
+	}
+}
+
+// progress prints a line to stderr every 30 s until ctx ends: how far the
+// run is, the migrations started and in flight, and the faults so far.
+func (r *run) progress(ctx context.Context, start time.Time) {
+	if r.stderr == nil {
+		return
+	}
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		n := r.rep.Nemesis
+		line := fmt.Sprintf("chaos: %s of %s: %d migrations started (%d tenant moves), %d in flight; %d leader kills, %d worker kills, %d partitions, %d of %d pauses reached (%d of %d points)",
+			time.Since(start).Round(time.Second), r.o.Duration, r.rep.Migrations.Started, r.rep.Migrations.Tenants, len(r.mu.inflight),
+			n.LeaderKills, n.WorkerKills, n.Partitions, n.PausesTriggered, n.Pauses, len(n.PausePoints), len(pausePoints))
+		r.mu.Unlock()
+		fmt.Fprintln(r.stderr, line)
 	}
 }

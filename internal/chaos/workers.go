@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/cutover/cutover/events"
@@ -18,24 +17,40 @@ type worker struct {
 	w      *orchestrator.Worker
 	ctx    context.Context
 	cancel context.CancelFunc
-	// pause, when armed with a pause point (pausePoints), makes the
-	// worker's next step that ends in that point's event block after its
-	// side effect, before its event is appended, for longer than the write
-	// lease and the ack wait: a stale holder that later resumes, while a
-	// second worker has been handed the same migration.
-	pause atomic.Value // string; "" = not armed
 }
 
 // pausePoints are the points a worker can be paused at: "lock-cas", between
 // a lock decision and its conditional write (kvrouting.LockConfig.BeforeCAS),
-// and the step boundaries, each the event a step appends after its side
-// effect (the orchestrator's BeforeAppend hook): after the pre-lock CAS, after the hard-delete
+// and the step boundaries of a migration's normal and rollback paths, each
+// the event a step appends after its side effect (the orchestrator's
+// BeforeAppend hook): after the pre-lock CAS, after the hard-delete
 // escalation and its fences, mid-copy (pages imported, their checkpoint
-// not yet recorded), after the write-lock escalation and its fences, after
-// delta pages, after a validation, between the swap CAS (with its
-// post-swap fence) and the Swapped event, after a rollback's release and
-// cleanup, after scheduling and after running the source cleanup.
-var pausePoints = []string{"lock-cas", "pre-locked", "hard-delete-locked", "copy", "write-locked", "delta", "validated", "swapped", "rolled-back", "cleanup-scheduled", "cleaned-up"}
+// not yet recorded), after the write-lock escalation and its fences,
+// between the swap CAS (with its post-swap fence, the last delta pages and
+// the validation, one step since the merged steps) and the Swapped event,
+// after clearing the previous migration's fence (before Completed), after a
+// rollback's release and cleanup, before the next attempt, and after the
+// source cleanup. The fallback-only events (validated, deltas-copied,
+// cleanup-scheduled: appended only when the merged swap step could not do
+// its whole work) are not points of their own.
+var pausePoints = []string{"lock-cas", "pre-locked", "hard-delete-locked", "copy", "write-locked", "swapped", "completed", "rolled-back", "rescheduled", "cleaned-up"}
+
+// takePause reports whether a pause is armed at point and, if so, disarms
+// it: exactly one worker stops there.
+func (r *run) takePause(point string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.mu.armed[point] {
+		return false
+	}
+	delete(r.mu.armed, point)
+	r.rep.Nemesis.PausesTriggered++
+	if r.rep.Nemesis.PausePoints == nil {
+		r.rep.Nemesis.PausePoints = map[string]int{}
+	}
+	r.rep.Nemesis.PausePoints[point]++
+	return true
+}
 
 // pausePoint is the pause point a step's next event belongs to.
 func pausePoint(typ string) string {
@@ -53,19 +68,13 @@ func (r *run) startWorker() error {
 	cw := &worker{id: int(r.nextWorker.Add(1))}
 	cw.ctx, cw.cancel = context.WithCancel(context.Background())
 	cfg := *r.sys.Config
-	cw.pause.Store("")
 	cfg.Orchestrator.BeforeAppend = func(st *events.State, next events.Body) error {
 		point := pausePoint(next.Type())
-		if armed, _ := cw.pause.Load().(string); armed == "" || armed != point || !cw.pause.CompareAndSwap(armed, "") {
+		if !r.takePause(point) {
 			return nil
 		}
 		r.mu.Lock()
 		r.mu.paused[kvrouting.Token(st.Token)] = true
-		r.rep.Nemesis.PausesTriggered++
-		if r.rep.Nemesis.PausePoints == nil {
-			r.rep.Nemesis.PausePoints = map[string]int{}
-		}
-		r.rep.Nemesis.PausePoints[point]++
 		r.mu.Unlock()
 		r.logf("worker %d paused before %s of %s", cw.id, point, st.Resource)
 		select {
@@ -90,7 +99,7 @@ func (r *run) startWorker() error {
 		r.mu.Unlock()
 	}
 	lc.BeforeCAS = func(ctx context.Context, res kvrouting.Resource, next *kvrouting.Document) {
-		if armed, _ := cw.pause.Load().(string); armed != "lock-cas" || !cw.pause.CompareAndSwap(armed, "") {
+		if !r.takePause("lock-cas") {
 			return
 		}
 		r.mu.Lock()
@@ -98,11 +107,6 @@ func (r *run) startWorker() error {
 		if next.Secondary != nil && next.Secondary.Lock.Token != "" {
 			r.mu.paused[next.Secondary.Lock.Token] = true
 		}
-		r.rep.Nemesis.PausesTriggered++
-		if r.rep.Nemesis.PausePoints == nil {
-			r.rep.Nemesis.PausePoints = map[string]int{}
-		}
-		r.rep.Nemesis.PausePoints["lock-cas"]++
 		r.mu.Unlock()
 		r.logf("worker %d paused between a lock decision on %s and its write", cw.id, res)
 		select {
