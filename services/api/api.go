@@ -43,6 +43,12 @@ const MaxHeaderBytes = 64 << 10
 // is not the primary are refused with 423.
 const RegionHeader = "X-Cutover-Region"
 
+// ServedByHeader names, on the response to every request on a resource, the
+// region whose services served it: the primary in the server's routing
+// view, or the pinned region. A client (and the chaos checker) learns from
+// it where a write was accepted.
+const ServedByHeader = "X-Cutover-Served-By"
+
 // DeleteHeader tells the client how a delete was performed: "tombstone"
 // (under a hard-delete lock or fence, paper 001 §4.3) or "hard".
 const DeleteHeader = "X-Cutover-Delete"

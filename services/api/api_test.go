@@ -409,3 +409,31 @@ func TestMediaAndReads(t *testing.T) {
 	}
 
 }
+
+// TestServedByNamesTheServingRegion: every response on a conversation names
+// the region that served it — the primary, or the pinned region, also when
+// that region refuses the write with 423 — and a side lookup (the media a
+// message refers to) does not replace it.
+func TestServedByNamesTheServingRegion(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	r := e.must(e.do(req{method: "POST", path: "/v1/conversations", auth: user("ann"), body: map[string]any{"id": "c1", "title": "t"}}), 201)
+	if got := r.header.Get(api.ServedByHeader); got != regionA {
+		t.Fatalf("create served by %q, want %q", got, regionA)
+	}
+	r = e.must(e.do(req{method: "POST", path: "/v1/conversations/c1/messages", auth: user("ann"), body: map[string]any{"id": "m1", "text": "hi"}}), 201)
+	if got := r.header.Get(api.ServedByHeader); got != regionA {
+		t.Fatalf("post served by %q, want %q", got, regionA)
+	}
+	r = e.must(e.do(req{method: "POST", path: "/v1/conversations/c1/messages", auth: user("ann"), region: regionB, body: map[string]any{"id": "m2", "text": "hi"}}), 423)
+	if got := r.header.Get(api.ServedByHeader); got != regionB {
+		t.Fatalf("pinned write served by %q, want %q", got, regionB)
+	}
+	r = e.must(e.do(req{method: "PUT", path: "/v1/conversations/c1/messages/m1/reactions/tada", auth: user("ann")}), 200)
+	if got := r.header.Get(api.ServedByHeader); got != regionA {
+		t.Fatalf("reaction served by %q, want %q", got, regionA)
+	}
+	r = e.must(e.do(req{method: "GET", path: "/v1/conversations/nope/messages", auth: user("ann")}), 404)
+	if got := r.header.Get(api.ServedByHeader); got != "" {
+		t.Fatalf("an unknown conversation names a region: %q", got)
+	}
+}

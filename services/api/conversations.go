@@ -84,6 +84,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who 
 	if region == nil {
 		return contract.Errorf(contract.CodeConflict, "conversation %q already exists", id)
 	}
+	w.Header().Set(ServedByHeader, region.Name())
 	d := s.decideAt(doc, region.Name(), kvrouting.OpNewWrite)
 	c, err := region.Conversations().Create(r.Context(), d, id, req.Title, who.Name, roster)
 	if err != nil {
@@ -96,7 +97,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who 
 // getConversation: GET /v1/conversations/{id}.
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, who Identity) error {
 	id := r.PathValue("id")
-	rt, err := s.conversation(r, id, kvrouting.OpRead, who)
+	rt, err := s.conversation(w, r, id, kvrouting.OpRead, who)
 	if err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request, who Identity)
 	if err := chat.ValidID("user", req.User); err != nil {
 		return err
 	}
-	rt, err := s.conversation(r, id, kvrouting.OpNewWrite, who)
+	rt, err := s.conversation(w, r, id, kvrouting.OpNewWrite, who)
 	if err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request, who Identity)
 // listMembers: GET /v1/conversations/{id}/members.
 func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, who Identity) error {
 	id := r.PathValue("id")
-	rt, err := s.conversation(r, id, kvrouting.OpRead, who)
+	rt, err := s.conversation(w, r, id, kvrouting.OpRead, who)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request, who Identit
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	rt, err := s.conversation(r, id, kvrouting.OpNewWrite, who)
+	rt, err := s.conversation(w, r, id, kvrouting.OpNewWrite, who)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (s *Server) getMedia(w http.ResponseWriter, r *http.Request, who Identity) 
 	if err := chat.ValidID("media id", mid); err != nil {
 		return err
 	}
-	rt, err := s.route(r, kvrouting.Resource{Kind: chat.KindMedia, ID: mid}, kvrouting.OpRead, "media")
+	rt, err := s.route(w, r, kvrouting.Resource{Kind: chat.KindMedia, ID: mid}, kvrouting.OpRead, "media")
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (s *Server) getMedia(w http.ResponseWriter, r *http.Request, who Identity) 
 	if err != nil {
 		return err
 	}
-	if _, err := s.conversation(r, b.Conversation, kvrouting.OpRead, who); err != nil {
+	if _, err := s.conversation(w, r, b.Conversation, kvrouting.OpRead, who); err != nil {
 		if services.ToError(err).Code == contract.CodeNotFound {
 			return contract.Errorf(contract.CodeNotFound, "media %q not found", mid)
 		}

@@ -57,7 +57,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, who Identit
 	if err := validNewID("message id", req.ID); err != nil {
 		return err
 	}
-	rt, err := s.conversation(r, id, kvrouting.OpNewWrite, who)
+	rt, err := s.conversation(w, r, id, kvrouting.OpNewWrite, who)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (s *Server) checkMedia(r *http.Request, conv, mid string) error {
 	if err := chat.ValidID("media id", mid); err != nil {
 		return err
 	}
-	rt, err := s.route(r, kvrouting.Resource{Kind: chat.KindMedia, ID: mid}, kvrouting.OpRead, "media")
+	rt, err := s.route(nil, r, kvrouting.Resource{Kind: chat.KindMedia, ID: mid}, kvrouting.OpRead, "media")
 	if err != nil {
 		if services.ToError(err).Code == contract.CodeNotFound {
 			return contract.Errorf(contract.CodeInvalid, "unknown media %q", mid)
@@ -128,7 +128,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, who Identi
 	if err != nil {
 		return err
 	}
-	rt, err := s.conversation(r, id, kvrouting.OpRead, who)
+	rt, err := s.conversation(w, r, id, kvrouting.OpRead, who)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, who Identity
 	if err := chat.ValidID("message id", mid); err != nil {
 		return err
 	}
-	rt, err := s.conversation(r, id, kvrouting.OpRead, who)
+	rt, err := s.conversation(w, r, id, kvrouting.OpRead, who)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, who Identit
 	if err := chat.ValidID("message id", mid); err != nil {
 		return err
 	}
-	rt, err := s.conversation(r, id, kvrouting.OpUpdate, who)
+	rt, err := s.conversation(w, r, id, kvrouting.OpUpdate, who)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request, who Ident
 	if err := chat.ValidID("message id", mid); err != nil {
 		return err
 	}
-	rt, err := s.conversation(r, id, kvrouting.OpDelete, who)
+	rt, err := s.conversation(w, r, id, kvrouting.OpDelete, who)
 	if err != nil {
 		return err
 	}

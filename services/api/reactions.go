@@ -19,7 +19,7 @@ type reactionsJSON struct {
 
 // reactionTarget validates the path of a reaction route, routes the
 // conversation for op and checks that the message exists.
-func (s *Server) reactionTarget(r *http.Request, op kvrouting.OpClass, who Identity, withEmoji bool) (routed, error) {
+func (s *Server) reactionTarget(w http.ResponseWriter, r *http.Request, op kvrouting.OpClass, who Identity, withEmoji bool) (routed, error) {
 	id, mid := r.PathValue("id"), r.PathValue("mid")
 	if err := chat.ValidID("message id", mid); err != nil {
 		return routed{}, err
@@ -29,7 +29,7 @@ func (s *Server) reactionTarget(r *http.Request, op kvrouting.OpClass, who Ident
 			return routed{}, err
 		}
 	}
-	rt, err := s.conversation(r, id, op, who)
+	rt, err := s.conversation(w, r, id, op, who)
 	if err != nil {
 		return routed{}, err
 	}
@@ -55,7 +55,7 @@ func (s *Server) writeReactions(w http.ResponseWriter, r *http.Request, rt route
 // react: PUT /v1/conversations/{id}/messages/{mid}/reactions/{emoji} (a new
 // write; idempotent).
 func (s *Server) react(w http.ResponseWriter, r *http.Request, who Identity) error {
-	rt, err := s.reactionTarget(r, kvrouting.OpNewWrite, who, true)
+	rt, err := s.reactionTarget(w, r, kvrouting.OpNewWrite, who, true)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (s *Server) react(w http.ResponseWriter, r *http.Request, who Identity) err
 // unreact: DELETE /v1/conversations/{id}/messages/{mid}/reactions/{emoji}
 // (a delete).
 func (s *Server) unreact(w http.ResponseWriter, r *http.Request, who Identity) error {
-	rt, err := s.reactionTarget(r, kvrouting.OpDelete, who, true)
+	rt, err := s.reactionTarget(w, r, kvrouting.OpDelete, who, true)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (s *Server) unreact(w http.ResponseWriter, r *http.Request, who Identity) e
 
 // listReactions: GET /v1/conversations/{id}/messages/{mid}/reactions.
 func (s *Server) listReactions(w http.ResponseWriter, r *http.Request, who Identity) error {
-	rt, err := s.reactionTarget(r, kvrouting.OpRead, who, false)
+	rt, err := s.reactionTarget(w, r, kvrouting.OpRead, who, false)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request, who Identity) 
 	if err := chat.ValidID("message id", req.MessageID); err != nil {
 		return err
 	}
-	rt, err := s.conversation(r, id, kvrouting.OpNewWrite, who)
+	rt, err := s.conversation(w, r, id, kvrouting.OpNewWrite, who)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request, who Identity) 
 // getRead: GET /v1/conversations/{id}/read.
 func (s *Server) getRead(w http.ResponseWriter, r *http.Request, who Identity) error {
 	id := r.PathValue("id")
-	rt, err := s.conversation(r, id, kvrouting.OpRead, who)
+	rt, err := s.conversation(w, r, id, kvrouting.OpRead, who)
 	if err != nil {
 		return err
 	}

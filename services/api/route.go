@@ -29,11 +29,13 @@ func (s *Server) resolverFor(region string) *kvrouting.Resolver {
 }
 
 // route resolves res, picks the region that serves it (the primary, or the
-// pinned region) and takes the decision for op there (paper 001 §5.2). what
+// pinned region), names it in w's ServedByHeader (w may be nil: a side
+// lookup that serves nothing), and takes the decision
+// for op there (paper 001 §5.2). what
 // names the resource in a not-found message. Errors: *contract.Error —
 // not_found (no routing document), invalid (bad id, unknown pinned region),
 // unavailable (routing store down, or a region this server does not serve).
-func (s *Server) route(r *http.Request, res kvrouting.Resource, op kvrouting.OpClass, what string) (routed, error) {
+func (s *Server) route(w http.ResponseWriter, r *http.Request, res kvrouting.Resource, op kvrouting.OpClass, what string) (routed, error) {
 	ctx := r.Context()
 	front := s.resolverFor(s.cfg.DefaultRegion)
 	rs, err := front.Resolve(ctx, res)
@@ -50,6 +52,11 @@ func (s *Server) route(r *http.Request, res kvrouting.Resource, op kvrouting.OpC
 	reg := s.cfg.Regions[region]
 	if reg == nil {
 		return routed{}, contract.Errorf(contract.CodeUnavailable, "%s %q lives in region %s, which this server does not serve", what, res.ID, region)
+	}
+	// Which region served the request, on every response from here on
+	// (also a 423 or an error of the region's services).
+	if w != nil {
+		w.Header().Set(ServedByHeader, region)
 	}
 	// The region that executes decides, with its own routing view.
 	rv := s.resolverFor(region)
@@ -84,11 +91,11 @@ func routingError(err error, what, id string) error {
 // 423 if the decision rejects it, and checks that who is a participant at
 // the serving region. Errors: *contract.Error — invalid, not_found, locked,
 // forbidden, unavailable, internal.
-func (s *Server) conversation(r *http.Request, id string, op kvrouting.OpClass, who Identity) (routed, error) {
+func (s *Server) conversation(w http.ResponseWriter, r *http.Request, id string, op kvrouting.OpClass, who Identity) (routed, error) {
 	if err := chat.ValidID("conversation id", id); err != nil {
 		return routed{}, err
 	}
-	rt, err := s.route(r, kvrouting.Resource{Kind: chat.KindConversation, ID: id}, op, "conversation")
+	rt, err := s.route(w, r, kvrouting.Resource{Kind: chat.KindConversation, ID: id}, op, "conversation")
 	if err != nil {
 		return routed{}, err
 	}
