@@ -278,6 +278,9 @@ func (c Config) conversation(ctx context.Context, r *Report, conv string) error 
 	if err := c.leftovers(ctx, inv, conv, res, doc, history); err != nil {
 		return err
 	}
+	if c.Observer != nil {
+		servedWrites(inv, conv, c.Ledger.ServedWrites(conv), history)
+	}
 
 	// No user write accepted at the old location after the last swap.
 	if c.Stamps == nil || doc.Secondary == nil || lastSwap.IsZero() {
@@ -561,4 +564,60 @@ func (c Config) tokenOwner(ctx context.Context, token string) string {
 		}
 	}
 	return "a token of no tracked migration"
+}
+
+// servedWrites checks, for every acknowledged write whose serving region
+// the ledger knows, that the region was the resource's primary at some
+// instant between the call and the acknowledgement, by the routing history
+// the store committed (each revision's time is the store's). It covers
+// every swap of the resource, from the swap's routing revision on: a write
+// accepted at an old location after a swap, before the write fence or the
+// secondary lock stopped it, is a dual-authority write even if the
+// resource later moved back there or the old copy was cleaned up.
+func servedWrites(inv *Invariants, conv string, ws []workload.Served, hs []Revision) {
+	if len(hs) == 0 {
+		return
+	}
+	for _, w := range ws {
+		if wasPrimary(hs, w.Region, w.Start, w.End) {
+			continue
+		}
+		inv.DualAuthorityWrites++
+		inv.sample("%s of %s accepted at %s between %s and %s, while the primary was %s",
+			w.What, conv, w.Region, w.Start.Format("15:04:05.000"), w.End.Format("15:04:05.000"), primaryAt(hs, w.Start))
+	}
+}
+
+// wasPrimary reports whether region was the primary in hs at some instant
+// of [from, to]. Before the first revision the resource did not exist (a
+// write then was accepted by the create that registered it, at the first
+// revision's primary).
+func wasPrimary(hs []Revision, region string, from, to time.Time) bool {
+	if primaryAt(hs, from) == region {
+		return true
+	}
+	for _, h := range hs {
+		if h.Created.After(from) && !h.Created.After(to) && h.Doc != nil && h.Doc.Primary.Region == region {
+			return true
+		}
+	}
+	return false
+}
+
+// primaryAt is the primary region in hs at t: that of the last revision at
+// or before t (the first one's before it).
+func primaryAt(hs []Revision, t time.Time) string {
+	at := ""
+	for _, h := range hs {
+		if h.Doc == nil {
+			continue
+		}
+		if at == "" || !h.Created.After(t) {
+			at = h.Doc.Primary.Region
+		}
+		if h.Created.After(t) {
+			break
+		}
+	}
+	return at
 }

@@ -30,6 +30,9 @@ type Ledger struct {
 	// hist is every operation and read of a message in the order its one
 	// writer (the user who posted it) did them.
 	hist map[string]map[string][]Event
+	// served is, per conversation, every acknowledged write with the
+	// region that accepted it (served.go).
+	served map[string][]Served
 }
 
 // EventKind is what an Event did.

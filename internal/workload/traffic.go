@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -100,7 +101,11 @@ func StartTraffic(ctx context.Context, cfg TrafficConfig) (*Traffic, error) {
 	tctx, stop := context.WithCancel(ctx)
 	t := &Traffic{stop: stop}
 	for ui, u := range cfg.Users {
-		c, err := client.New(cfg.APIs[ui%len(cfg.APIs)], "user:"+u)
+		// The transport records which region served each request, so
+		// that every acknowledged write is ledgered with where it was
+		// accepted (ServedWrite).
+		c, err := client.New(cfg.APIs[ui%len(cfg.APIs)], "user:"+u,
+			client.WithHTTPClient(&http.Client{Transport: servedTransport{base: http.DefaultTransport}}))
 		if err != nil {
 			t.Stop()
 			return nil, err
@@ -131,12 +136,15 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 		x := rng.IntN(100)
 		var err error
 		write := true
+		octx, srv := withServed(ctx)
+		start, what := time.Now(), ""
 		switch {
 		case x < m.Post:
 			n++
 			id, text := fmt.Sprintf("%s-%06d", u, n), fmt.Sprintf("live %d from %s", n, u)
 			t.attempted.Add(1)
-			if _, err = c.PostMessage(ctx, conv, client.NewMessage{ID: id, Text: text}); err == nil {
+			what = "post " + id
+			if _, err = c.PostMessage(octx, conv, client.NewMessage{ID: id, Text: text}); err == nil {
 				led.ack(conv, id, text)
 				own[conv] = append(own[conv], id)
 			} else {
@@ -146,7 +154,8 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 			id := own[conv][rng.IntN(len(own[conv]))]
 			text := fmt.Sprintf("edited %d by %s", rng.IntN(1e6), u)
 			t.attempted.Add(1)
-			if _, err = c.EditMessage(ctx, conv, id, text); err == nil {
+			what = "edit " + id
+			if _, err = c.EditMessage(octx, conv, id, text); err == nil {
 				led.ack(conv, id, text)
 			} else {
 				led.uncertain(conv, id, text, false)
@@ -155,7 +164,8 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 			i := rng.IntN(len(own[conv]))
 			id := own[conv][i]
 			t.attempted.Add(1)
-			if _, err = c.DeleteMessage(ctx, conv, id); err == nil {
+			what = "delete " + id
+			if _, err = c.DeleteMessage(octx, conv, id); err == nil {
 				led.ackDelete(conv, id)
 				own[conv] = slices.Delete(own[conv], i, i+1)
 				gone[conv] = append(gone[conv], id)
@@ -172,10 +182,11 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 			k := ReactionKey{Message: SeedID(0), User: u, Emoji: []string{"tada", "eyes", "rocket"}[rng.IntN(3)]}
 			add := rng.IntN(2) == 0
 			t.attempted.Add(1)
+			what = "reaction " + k.Emoji + " of " + u
 			if add {
-				err = c.React(ctx, conv, k.Message, k.Emoji)
+				err = c.React(octx, conv, k.Message, k.Emoji)
 			} else {
-				err = c.Unreact(ctx, conv, k.Message, k.Emoji)
+				err = c.Unreact(octx, conv, k.Message, k.Emoji)
 			}
 			if err == nil {
 				led.ackReaction(conv, k, add)
@@ -210,6 +221,9 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 		case err == nil:
 			if write {
 				t.acked.Add(1)
+				if region := srv.get(); region != "" {
+					led.ServedWrite(conv, region, start, time.Now(), what)
+				}
 			}
 		case ctx.Err() != nil, errors.Is(err, client.ErrUnrecovered):
 		default:
