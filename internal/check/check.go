@@ -280,6 +280,7 @@ func (c Config) conversation(ctx context.Context, r *Report, conv string) error 
 	}
 	if c.Observer != nil {
 		servedWrites(inv, conv, c.Ledger.ServedWrites(conv), history)
+		userFences(inv, conv, c.Ledger.Refusals(conv), history, c.ClockSkew)
 	}
 
 	// No user write accepted at the old location after the last swap.
@@ -620,4 +621,89 @@ func primaryAt(hs []Revision, t time.Time) string {
 		}
 	}
 	return at
+}
+
+// lockSpan is one write lock in force: from the revision that set it (a
+// token's write lock where the revision before held none of it in force)
+// to the revision that removed it or its last expiry plus the skew,
+// whichever came first. Renewals extend it.
+type lockSpan struct {
+	tok        kvrouting.Token
+	start, end time.Time
+}
+
+// writeLockSpans returns the write locks in force in hs, in order.
+func writeLockSpans(hs []Revision, skew time.Duration) []lockSpan {
+	var out []lockSpan
+	var cur *lockSpan
+	var exp time.Time
+	for _, h := range hs {
+		if h.Doc == nil {
+			continue
+		}
+		l := h.Doc.Primary.Lock
+		if cur != nil && (l.Type != kvrouting.LockWrite || l.Token != cur.tok || h.Created.After(exp)) {
+			cur.end = h.Created
+			if e := exp.Add(skew); e.Before(cur.end) {
+				cur.end = e
+			}
+			out = append(out, *cur)
+			cur = nil
+		}
+		if l.Type != kvrouting.LockWrite {
+			continue
+		}
+		if cur == nil {
+			cur = &lockSpan{tok: l.Token, start: h.Created}
+		}
+		exp = l.Expiry
+	}
+	if cur != nil {
+		cur.end = exp.Add(skew)
+		out = append(out, *cur)
+	}
+	return out
+}
+
+// userFences holds every 423 refusal of a new message through the
+// up-to-date API (API 0) to the write locks of the routing history: a
+// refusal while no write lock was in force at any instant of its request is
+// a RefusalWithoutLock; within one lock, the span from the first refusal's
+// answer to the last one's sending is the fence users met (uncapped: it
+// ends where the refusals end, not at an expiry).
+func userFences(inv *Invariants, conv string, rs []workload.Refusal, hs []Revision, skew time.Duration) {
+	if len(hs) == 0 || len(rs) == 0 {
+		return
+	}
+	spans := writeLockSpans(hs, skew)
+	type met struct{ firstEnd, lastStart time.Time }
+	byLock := map[int]*met{}
+	for _, r := range rs {
+		if r.API != 0 {
+			continue
+		}
+		i := slices.IndexFunc(spans, func(s lockSpan) bool { return !s.start.After(r.End) && !s.end.Before(r.Start) })
+		if i < 0 {
+			inv.RefusalsWithoutLock++
+			inv.sample("new message on %s refused with 423 between %s and %s with no write lock in force (primary %s)",
+				conv, r.Start.Format("15:04:05.000"), r.End.Format("15:04:05.000"), primaryAt(hs, r.Start))
+			continue
+		}
+		m := byLock[i]
+		if m == nil {
+			m = &met{firstEnd: r.End, lastStart: r.Start}
+			byLock[i] = m
+		}
+		if r.End.Before(m.firstEnd) {
+			m.firstEnd = r.End
+		}
+		if r.Start.After(m.lastStart) {
+			m.lastStart = r.Start
+		}
+	}
+	for _, m := range byLock {
+		if d := m.lastStart.Sub(m.firstEnd); d > 0 {
+			inv.MaxUserWriteFenceMs = max(inv.MaxUserWriteFenceMs, float64(d.Microseconds())/1000)
+		}
+	}
 }

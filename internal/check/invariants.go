@@ -20,9 +20,13 @@ type Invariants struct {
 	LostWrites int `json:"lost_writes"`
 	// Resurrected: acknowledged deletes present again.
 	Resurrected int `json:"resurrected"`
-	// DualAuthorityWrites: records stamped at a resource's old location
-	// after its last swap (imports keep their source timestamps, so only a
-	// user write accepted there could carry a later one).
+	// DualAuthorityWrites: acknowledged writes accepted at a region that
+	// was not the primary at any instant of their call, by the committed
+	// routing history (every swap, from its revision on; the ledger knows
+	// the serving region from the API's X-Cutover-Served-By), plus records
+	// stamped at a resource's old location after its last swap (imports
+	// keep their source timestamps, so only a user write accepted there
+	// could carry a later one).
 	DualAuthorityWrites int `json:"dual_authority_writes"`
 	// PartialCutovers: routing documents left mid-migration (a target or
 	// migration id set, primary = secondary, or — when the run expects one
@@ -62,6 +66,17 @@ type Invariants struct {
 	// routing revisions; WriteLockExpiryMs is the write lease.
 	MaxWriteFenceMs   float64 `json:"max_write_fence_ms"`
 	WriteLockExpiryMs float64 `json:"write_lock_expiry_ms"`
+	// MaxUserWriteFenceMs is the write fence as users met it, not bounded
+	// by any expiry: within one write lock, from the answer to the first
+	// refused new message to the sending of the last one, through the
+	// up-to-date API (a lower bound of how long writes were held). It must
+	// stay within the expiry plus the skew too.
+	MaxUserWriteFenceMs float64 `json:"max_user_write_fence_ms"`
+	// RefusalsWithoutLock: new messages refused with 423 through the
+	// up-to-date API while no write lock was in force (to its expiry plus
+	// the skew) at any instant of the request: a store fence that outlived
+	// the lock, or a fence at a primary.
+	RefusalsWithoutLock int `json:"refusals_without_lock"`
 	// ClockSkewMs is the lock protocol's skew margin: the fence is held to
 	// the expiry plus it (a holder's clock may run that far ahead of the
 	// stream leader's, which stamps the revisions).
@@ -111,8 +126,12 @@ func (inv Invariants) Failures() []string {
 	add(inv.FencedPrimaries, "fenced primaries")
 	add(inv.TargetLeftovers, "resources with data left outside their primary and cleanup window")
 	add(inv.PausedHolderOps, "operations by a paused holder after its expiry")
+	add(inv.RefusalsWithoutLock, "new writes refused with no write lock in force")
 	if inv.MaxWriteFenceMs > inv.WriteLockExpiryMs+inv.ClockSkewMs {
 		bad = append(bad, fmt.Sprintf("write fence %.0f ms beyond the write-lock expiry %.0f ms + skew %.0f ms", inv.MaxWriteFenceMs, inv.WriteLockExpiryMs, inv.ClockSkewMs))
+	}
+	if inv.MaxUserWriteFenceMs > inv.WriteLockExpiryMs+inv.ClockSkewMs {
+		bad = append(bad, fmt.Sprintf("write fence met by users %.0f ms beyond the write-lock expiry %.0f ms + skew %.0f ms", inv.MaxUserWriteFenceMs, inv.WriteLockExpiryMs, inv.ClockSkewMs))
 	}
 	return bad
 }
@@ -138,6 +157,8 @@ func (inv Invariants) Print(w io.Writer) {
 	p("  fenced primaries                       %d", inv.FencedPrimaries)
 	p("  data left outside primary and window   %d", inv.TargetLeftovers)
 	p("  longest write fence                    %.0f ms (write-lock expiry %.0f ms + skew %.0f ms)", inv.MaxWriteFenceMs, inv.WriteLockExpiryMs, inv.ClockSkewMs)
+	p("  longest write fence met by users       %.0f ms (uncapped)", inv.MaxUserWriteFenceMs)
+	p("  new writes refused with no lock        %d", inv.RefusalsWithoutLock)
 	p("  (writes whose reply never came, found applied: %d; messages no client sent: %d; both allowed)", inv.Uncertain, inv.Unacknowledged)
 	for _, x := range inv.Samples {
 		p("    %s", x)

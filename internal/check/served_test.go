@@ -1,6 +1,7 @@
 package check
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -46,5 +47,67 @@ func TestServedWritesCoverEverySwap(t *testing.T) {
 				t.Fatalf("dual-authority %d, want bad=%v (samples %v)", inv.DualAuthorityWrites, tc.bad, inv.Samples)
 			}
 		})
+	}
+}
+
+// TestUserFences: refusals of new messages are held to the write locks of
+// the routing history. A refusal with no write lock in force is counted (a
+// store fence that outlived its lock); within one lock the fence users met
+// is measured without any cap, so a lock renewed past the lease shows, and
+// fails the run.
+func TestUserFences(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	doc := func(lt kvrouting.LockType, tok string, exp float64) *kvrouting.Document {
+		d := &kvrouting.Document{Primary: kvrouting.Location{Region: "us"}}
+		if lt != kvrouting.LockNone {
+			d.Primary.Lock = kvrouting.Lock{Type: lt, Token: kvrouting.Token(tok), Expiry: at(exp)}
+		}
+		return d
+	}
+	rev := func(s float64, d *kvrouting.Document) Revision { return Revision{Created: at(s), Doc: d} }
+	ref := func(from, to float64) workload.Refusal {
+		return workload.Refusal{Interval: workload.Interval{Start: at(from), End: at(to)}}
+	}
+	// A write lock 10 → 12 (expiry 13), released; another 20 → expired at 23
+	// and taken again by the same token at 25 (a new span), released at 26.
+	hs := []Revision{rev(0, doc(kvrouting.LockNone, "", 0)), rev(10, doc(kvrouting.LockWrite, "a", 13)), rev(12, doc(kvrouting.LockNone, "", 0)),
+		rev(20, doc(kvrouting.LockWrite, "b", 23)), rev(25, doc(kvrouting.LockWrite, "b", 28)), rev(26, doc(kvrouting.LockNone, "", 0))}
+	const skew = 100 * time.Millisecond
+
+	var inv Invariants
+	userFences(&inv, "c", []workload.Refusal{ref(10.1, 10.2), ref(11.5, 11.6), ref(20.5, 20.6), ref(22.9, 23.0), ref(25.2, 25.3)}, hs, skew)
+	if inv.RefusalsWithoutLock != 0 || inv.MaxUserWriteFenceMs < 2299 || inv.MaxUserWriteFenceMs > 2301 {
+		t.Fatalf("clean history: %+v", inv)
+	}
+	inv.WriteLockExpiryMs, inv.ClockSkewMs = 3000, 100
+	if bad := inv.Failures(); len(bad) != 0 {
+		t.Fatalf("clean history fails: %v", bad)
+	}
+
+	// Refused after the lock was released (a store fence outliving it), and
+	// long after any lock.
+	inv = Invariants{}
+	userFences(&inv, "c", []workload.Refusal{ref(12.5, 12.6), ref(40, 40.1)}, hs, skew)
+	if inv.RefusalsWithoutLock != 2 {
+		t.Fatalf("refusals without a lock: %+v", inv)
+	}
+	// Stale-API refusals are not held to the locks.
+	inv = Invariants{}
+	userFences(&inv, "c", []workload.Refusal{{Interval: workload.Interval{Start: at(40), End: at(40.1)}, API: 1}}, hs, skew)
+	if inv.RefusalsWithoutLock != 0 {
+		t.Fatalf("stale API refusal counted: %+v", inv)
+	}
+
+	// A lock renewed past the lease: users met a 5.8 s fence.
+	renewed := []Revision{rev(0, doc(kvrouting.LockNone, "", 0)), rev(10, doc(kvrouting.LockWrite, "a", 13)),
+		rev(12.5, doc(kvrouting.LockWrite, "a", 16)), rev(16, doc(kvrouting.LockNone, "", 0))}
+	inv = Invariants{WriteLockExpiryMs: 3000, ClockSkewMs: 100}
+	userFences(&inv, "c", []workload.Refusal{ref(10.1, 10.2), ref(14, 14.1), ref(15.9, 16)}, renewed, skew)
+	if inv.RefusalsWithoutLock != 0 || inv.MaxUserWriteFenceMs < 5699 {
+		t.Fatalf("renewed lock: %+v", inv)
+	}
+	if bad := inv.Failures(); len(bad) != 1 || !strings.Contains(bad[0], "met by users") {
+		t.Fatalf("renewed lock: failures %v", bad)
 	}
 }

@@ -33,6 +33,8 @@ type Ledger struct {
 	// served is, per conversation, every acknowledged write with the
 	// region that accepted it (served.go).
 	served map[string][]Served
+	// refused is, per conversation, every new message refused with 423.
+	refused map[string][]Refusal
 }
 
 // EventKind is what an Event did.

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +18,13 @@ type servedKey struct{}
 type served struct {
 	mu     sync.Mutex
 	region string
+	// refused are the 423 answers to a new message, each with when its
+	// request was sent and answered.
+	refused []Interval
 }
+
+// Interval is a span of time: a request's send and its answer.
+type Interval struct{ Start, End time.Time }
 
 func (s *served) get() string {
 	s.mu.Lock()
@@ -37,15 +44,25 @@ func withServed(ctx context.Context) (context.Context, *served) {
 type servedTransport struct{ base http.RoundTripper }
 
 func (t servedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := time.Now()
 	resp, err := t.base.RoundTrip(req)
 	if s, ok := req.Context().Value(servedKey{}).(*served); ok && resp != nil {
+		s.mu.Lock()
 		if region := resp.Header.Get(api.ServedByHeader); region != "" {
-			s.mu.Lock()
 			s.region = region
-			s.mu.Unlock()
 		}
+		if resp.StatusCode == http.StatusLocked && req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/messages") {
+			s.refused = append(s.refused, Interval{Start: start, End: time.Now()})
+		}
+		s.mu.Unlock()
 	}
 	return resp, err
+}
+
+func (s *served) refusals() []Interval {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // Served is one acknowledged write and where it was accepted: Region
@@ -54,19 +71,46 @@ func (t servedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 type Served struct {
 	Region     string
 	Start, End time.Time
+	// API is the index of the API (TrafficConfig.APIs) it went through.
+	API int
 	// What names the operation (for a checker's sample).
 	What string
 }
 
 // ServedWrite records that an acknowledged write on conv, described by
 // what, was accepted at region between start and end.
-func (l *Ledger) ServedWrite(conv, region string, start, end time.Time, what string) {
+func (l *Ledger) ServedWrite(conv, region string, api int, start, end time.Time, what string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.served == nil {
 		l.served = map[string][]Served{}
 	}
-	l.served[conv] = append(l.served[conv], Served{Region: region, Start: start, End: end, What: what})
+	l.served[conv] = append(l.served[conv], Served{Region: region, API: api, Start: start, End: end, What: what})
+}
+
+// Refused records that a new message on conv, sent through API api, was
+// refused with 423 (a write lock, or a store's write fence) by a request
+// sent at start and answered at end.
+func (l *Ledger) Refused(conv string, api int, start, end time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.refused == nil {
+		l.refused = map[string][]Refusal{}
+	}
+	l.refused[conv] = append(l.refused[conv], Refusal{Interval: Interval{Start: start, End: end}, API: api})
+}
+
+// Refusal is one new message refused with 423.
+type Refusal struct {
+	Interval
+	API int
+}
+
+// Refusals returns the 423 refusals of new messages on conv.
+func (l *Ledger) Refusals(conv string) []Refusal {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Refusal(nil), l.refused[conv]...)
 }
 
 // ServedWrites returns the acknowledged writes on conv whose serving region

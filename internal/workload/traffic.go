@@ -37,7 +37,9 @@ const DefaultThink = 5 * time.Millisecond
 // TrafficConfig configures StartTraffic.
 type TrafficConfig struct {
 	// APIs are the API base URLs; user i talks to APIs[i % len(APIs)]
-	// (chaos sends every second user to a stale-routing API).
+	// (chaos sends every second user to a stale-routing API). APIs[0] must
+	// route with an up-to-date view: a checker holds the refusals met
+	// through it to the write locks of the routing history.
 	APIs []string
 	// Users are the users, one SDK client and goroutine each.
 	Users []string
@@ -217,12 +219,17 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 			t.reads.Add(1)
 			_, err = c.ListMessages(ctx, conv, client.ListOptions{Limit: 20})
 		}
+		if led != nil {
+			for _, r := range srv.refusals() {
+				led.Refused(conv, ui%len(cfg.APIs), r.Start, r.End)
+			}
+		}
 		switch {
 		case err == nil:
 			if write {
 				t.acked.Add(1)
-				if region := srv.get(); region != "" {
-					led.ServedWrite(conv, region, start, time.Now(), what)
+				if region := srv.get(); region != "" && led != nil {
+					led.ServedWrite(conv, region, ui%len(cfg.APIs), start, time.Now(), what)
 				}
 			}
 		case ctx.Err() != nil, errors.Is(err, client.ErrUnrecovered):
