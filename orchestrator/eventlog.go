@@ -129,16 +129,27 @@ func appendTo(ctx context.Context, js jetstream.JetStream, migrationID string, s
 	return env, ack.Sequence, nil
 }
 
+// publishAttemptTimeout bounds one publish attempt. Without it an attempt
+// under a caller's long deadline waited for that deadline: a publish
+// forwarded to a stream leader that crashed gets no reply at all (found by
+// `cutover chaos` once its leader kills became crashes: 14 starts hung for
+// minutes, the driver stalled).
+var publishAttemptTimeout = 3 * time.Second
+
 // publishRetry publishes msg, retrying an unknown outcome (timeout, no
 // responders during a leader change) with the same options: the Msg-Id
-// makes the retry idempotent (DESIGN.md "Durability and hazards").
+// makes the retry idempotent (DESIGN.md "Durability and hazards"). Each
+// attempt waits at most publishAttemptTimeout; at most 4 attempts, within
+// ctx.
 func publishRetry(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
 		var ack *jetstream.PubAck
-		ack, err = js.PublishMsg(ctx, msg, opts...)
+		actx, acancel := context.WithTimeout(ctx, publishAttemptTimeout)
+		ack, err = js.PublishMsg(actx, msg, opts...)
+		acancel()
 		if err == nil {
 			return ack, nil
 		}
