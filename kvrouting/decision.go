@@ -79,6 +79,11 @@ type Decision struct {
 	Lock Lock
 	// Primary is the resource's authoritative region.
 	Primary string
+	// Revision is the routing revision of the document decided on. A store
+	// lets a write decided on a revision after a post-swap fence's swap
+	// through that fence (contract.Fence.Yields): the resource was moved
+	// back since.
+	Revision uint64
 	// RetryAfter is, for a rejection, how long the restriction can last at
 	// most (the lock's remaining lease plus skew). Clients back off far less
 	// than this; it is a bound, not a schedule.
@@ -101,7 +106,7 @@ type Decision struct {
 // authoritative: mutations there are rejected too (single write authority,
 // paper 001 Proposition 3), reads are allowed as for a locked secondary.
 func Decide(doc *Document, region string, op OpClass, now time.Time, skew time.Duration) Decision {
-	d := Decision{Primary: doc.Primary.Region}
+	d := Decision{Primary: doc.Primary.Region, Revision: doc.Revision}
 	if op == OpRead {
 		return d // reads are never blocked (paper 001 §3.3)
 	}

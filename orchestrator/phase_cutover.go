@@ -145,12 +145,22 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 // fencePostSwap keeps the old location (st.Source) write-fenced for as
 // long as it is the locked secondary of the swapped document d (nil: the
 // secondary lease from now). Only a committed swap may do so (issue 14 #3).
+// The fence carries d's revision (at or after the swap, before any later
+// swap: d still shows our token on the old location): it yields to writes
+// decided on a later revision naming the old location primary, so when a
+// later migration moves the resource back, its users are not refused by
+// this fence while that migration has yet to clear it (found by chaos's
+// refusals_without_lock: 423s at a new primary right after a move back).
 func (w *Worker) fencePostSwap(ctx context.Context, st *events.State, d *kvrouting.Document) error {
 	expiry := w.cfg.Clock().Add(w.cfg.Locker.Config().SecondaryLease)
-	if d != nil && d.Secondary != nil && !d.Secondary.Lock.Expiry.IsZero() {
-		expiry = d.Secondary.Lock.Expiry
+	var rev uint64
+	if d != nil {
+		rev = d.Revision
+		if d.Secondary != nil && !d.Secondary.Lock.Expiry.IsZero() {
+			expiry = d.Secondary.Lock.Expiry
+		}
 	}
-	_, err := w.fence(ctx, st, contract.FenceWrite, expiry)
+	_, err := w.fenceAt(ctx, st, contract.FenceWrite, expiry, rev)
 	return err
 }
 

@@ -2,11 +2,13 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -76,4 +78,60 @@ func TestStaleRouting(t *testing.T) {
 	stale()
 	e.post(conv, "alice", "m4", "after the fence expired")
 	e.must(e.do(req{method: "DELETE", path: base + "/m3", auth: user("alice")}), 204)
+}
+
+// TestMoveBackIsNotRefusedByThePreviousFence: a conversation moved A → B
+// leaves a post-swap fence at A (with its swap's routing revision); moved
+// back B → A, its users at A are served at once, although that fence is
+// still there until the move back's own step clears it — the fence yields
+// to a routing decision taken on a revision after its swap. A write decided
+// on the routing from before the move away is still refused.
+func TestMoveBackIsNotRefusedByThePreviousFence(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	e.createConv("back", "ann")
+	e.post("back", "ann", "m1", "before the moves")
+	res := kvrouting.Resource{Kind: chat.KindConversation, ID: "back"}
+	before, err := e.locker.Get(ctx, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A → B, and the post-swap fence at A, as the orchestrator sets it.
+	tok, doc := e.lockTo(res, regionB, "write")
+	away, err := e.locker.Swap(ctx, res, tok, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := contract.FenceFor(store.FenceWrite, string(tok), away.Secondary.Lock.Expiry, skew)
+	f.SwapRev = away.Revision
+	for _, p := range e.regions[regionA].ParticipantsFor(chat.KindConversation) {
+		if err := p.SetFence(ctx, "conv/back", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Pinned to A while B is primary: refused (by the routing decision).
+	e.must(e.do(req{method: "POST", path: "/v1/conversations/back/messages", auth: user("ann"), region: regionA,
+		body: map[string]any{"id": "m2", "text": "at the old location"}}), 423)
+
+	// B → A: the fence at A is still there, and yields.
+	tok, doc = e.lockTo(res, regionA, "write")
+	if _, err := e.locker.Swap(ctx, res, tok, doc); err != nil {
+		t.Fatal(err)
+	}
+	e.post("back", "ann", "m3", "after the move back")
+	e.must(e.do(req{method: "DELETE", path: "/v1/conversations/back/messages/m1", auth: user("ann")}), 204)
+
+	// A writer deciding on the routing from before the move away is still
+	// refused by the fence (a stale router).
+	for _, p := range e.regions[regionA].ParticipantsFor(chat.KindConversation) {
+		sp, ok := p.(interface{ Store() *store.Store })
+		if !ok || sp.Store() == nil {
+			continue
+		}
+		_, err := sp.Store().PutRouted("conv/back", store.Record{ID: "m4", Kind: "message", Data: []byte("stale")}, true, before.Revision)
+		if !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("%s: a write decided before the move away: %v", p.Service(), err)
+		}
+	}
 }

@@ -49,6 +49,23 @@ type Fence struct {
 	Expiry time.Time
 	// SetAt is when the store last wrote the fence (set by the store).
 	SetAt time.Time
+	// SwapRev is, on a post-swap fence (the old location of a committed
+	// swap), the routing revision of that swap; 0 on every other fence.
+	// Such a fence yields to a write whose routing decision was taken on a
+	// later revision (Yields).
+	SwapRev uint64 `msgpack:",omitempty"`
+}
+
+// Yields reports whether f lets through a write routed by a routing
+// document of revision routedRev that made this region's decision Allow.
+// Only a post-swap fence yields, and only to a revision after its swap:
+// the swap made this region a secondary, so a later revision that names it
+// primary was written by a later swap that moved the resource back. Users
+// at the new primary are then not refused by the previous migration's
+// fence while it waits to be cleared, and a router whose routing predates
+// the swap (revision ≤ SwapRev, or none: 0) is still refused.
+func (f Fence) Yields(routedRev uint64) bool {
+	return f.SwapRev != 0 && routedRev > f.SwapRev
 }
 
 // Active reports whether the fence blocks anything at now: a level above

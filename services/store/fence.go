@@ -37,6 +37,8 @@ type storedFence struct {
 	Token  string `msgpack:"t"`
 	Expiry int64  `msgpack:"e"`
 	SetAt  int64  `msgpack:"a"`
+	// SwapRev is Fence.SwapRev (post-swap fences only).
+	SwapRev uint64 `msgpack:"sr,omitempty"`
 	// Retired are the tokens cleared at this store for this resource, most
 	// recent last (at most maxRetired): a fence request carrying one of them
 	// is a late delivery from a migration attempt that has already been
@@ -67,7 +69,7 @@ func (s *Store) getFenceRetired(r reader, res string) (Fence, []string, error) {
 	}
 	f := Fence{Level: FenceLevel(sf.Level), Token: sf.Token}
 	if f.Level != FenceNone {
-		f.Expiry, f.SetAt = time.Unix(0, sf.Expiry), time.Unix(0, sf.SetAt)
+		f.Expiry, f.SetAt, f.SwapRev = time.Unix(0, sf.Expiry), time.Unix(0, sf.SetAt), sf.SwapRev
 	}
 	return f, sf.Retired, nil
 }
@@ -76,7 +78,7 @@ func (s *Store) getFenceRetired(r reader, res string) (Fence, []string, error) {
 func (s *Store) putFence(res string, f Fence, retired []string) error {
 	sf := storedFence{Level: uint8(f.Level), Token: f.Token, Retired: retired}
 	if f.Level != FenceNone {
-		sf.Expiry, sf.SetAt = f.Expiry.UnixNano(), f.SetAt.UnixNano()
+		sf.Expiry, sf.SetAt, sf.SwapRev = f.Expiry.UnixNano(), f.SetAt.UnixNano(), f.SwapRev
 	} else {
 		sf.Token = ""
 	}
@@ -127,6 +129,8 @@ func (s *Store) GetFence(resource string) (Fence, error) {
 //     the write step must not re-open writes during the delta export; the
 //     stronger fence is already at least what was asked;
 //   - another token while the stored fence is active: ErrFenceHeld;
+//   - f.SwapRev marks a post-swap fence (Fence.Yields); a renewal without it
+//     keeps the stored one;
 //   - a retired token (one ClearFence named before): ErrTokenRetired. A
 //     fence request delivered late, after its attempt was rolled back or a
 //     later migration moved the resource back here, must not fence a
@@ -163,7 +167,7 @@ func (s *Store) SetFence(resource string, f Fence) error {
 	if slices.Contains(retired, f.Token) {
 		return fmt.Errorf("%w: the fence of this token was cleared", ErrTokenRetired)
 	}
-	next := Fence{Level: f.Level, Token: f.Token, Expiry: f.Expiry, SetAt: now}
+	next := Fence{Level: f.Level, Token: f.Token, Expiry: f.Expiry, SetAt: now, SwapRev: f.SwapRev}
 	if cur.Active(now) {
 		switch {
 		case cur.Token != f.Token:
@@ -173,6 +177,9 @@ func (s *Store) SetFence(resource string, f Fence) error {
 			return nil
 		case f.Level == cur.Level && cur.Expiry.After(f.Expiry):
 			next.Expiry = cur.Expiry
+		}
+		if f.Level == cur.Level && f.Token == cur.Token && next.SwapRev == 0 {
+			next.SwapRev = cur.SwapRev // a renewal without it keeps it
 		}
 	}
 	return s.putFence(resource, next, retired)

@@ -351,3 +351,62 @@ func TestDeleteAllUnless(t *testing.T) {
 		t.Fatalf("%d live, want only the write that waited", live)
 	}
 }
+
+// TestPostSwapFenceYieldsToALaterRouting: a post-swap fence (SwapRev set)
+// refuses writes decided on its swap's revision or an earlier one (a
+// router whose view predates the move away) and lets through writes
+// decided on a later revision (the resource was moved back here since);
+// every other fence yields to nothing. SwapRev survives a renewal without
+// it and a reopen.
+func TestPostSwapFenceYieldsToALaterRouting(t *testing.T) {
+	clock := newFakeClock()
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hour := clock.Now().Add(time.Hour)
+	MustPut(t, s, res, rec("m1", "message", "before"), true)
+	MustPut(t, s, res, rec("m2", "message", "before"), true)
+	post := fence(FenceWrite, "prev", hour)
+	post.SwapRev = 10
+	MustSetFence(t, s, res, post)
+	for _, rev := range []uint64{0, 9, 10} {
+		_, err := s.PutRouted(res, rec("m3", "message", "stale router"), true, rev)
+		assertErrIs(t, fmt.Sprintf("put decided on revision %d", rev), err, ErrFenced)
+		_, err = s.DeleteRouted(res, "m1", false, rev)
+		assertErrIs(t, fmt.Sprintf("delete decided on revision %d", rev), err, ErrFenced)
+	}
+	if _, err := s.PutRouted(res, rec("m3", "message", "after the move back"), true, 11); err != nil {
+		t.Fatalf("put decided after the move back: %v", err)
+	}
+	if r, err := s.DeleteRouted(res, "m1", false, 11); err != nil || r.Tombstoned {
+		t.Fatalf("delete decided after the move back: %+v %v", r, err)
+	}
+	if r, err := s.DeleteRouted(res, "m2", true, 11); err != nil || !r.Tombstoned {
+		t.Fatalf("tombstone decided after the move back: %+v %v", r, err)
+	}
+
+	// A renewal without SwapRev keeps it; a reopen too.
+	MustSetFence(t, s, res, fence(FenceWrite, "prev", hour.Add(time.Hour)))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(Options{Dir: dir, Clock: clock.Now}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if f, _ := s.GetFence(res); f.SwapRev != 10 || !f.Active(clock.Now()) {
+		t.Fatalf("fence after a renewal and a reopen: %+v", f)
+	}
+	_, err = s.PutRouted(res, rec("m4", "message", "stale router"), true, 10)
+	assertErrIs(t, "put on the swap's revision after a reopen", err, ErrFenced)
+
+	// A pre-swap write fence (no SwapRev) yields to no revision.
+	if err := s.ClearFence(res, "prev"); err != nil {
+		t.Fatal(err)
+	}
+	MustSetFence(t, s, res, fence(FenceWrite, "cur", hour))
+	_, err = s.PutRouted(res, rec("m5", "message", "x"), true, 1<<40)
+	assertErrIs(t, "put under a pre-swap write fence", err, ErrFenced)
+}

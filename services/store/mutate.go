@@ -22,6 +22,14 @@ import (
 // record is returned), ErrDeleted (create, id tombstoned: never resurrected),
 // ErrNotFound (update of a missing or tombstoned id), ErrClosed, ErrCorrupt.
 func (s *Store) Put(resource string, rec Record, create bool) (Record, error) {
+	return s.PutRouted(resource, rec, create, 0)
+}
+
+// PutRouted is Put for a write whose routing decision was taken on the
+// routing document of revision routedRev: a post-swap write fence older
+// than that revision lets it through (Fence.Yields): the resource has been
+// moved back here since. Errors as Put.
+func (s *Store) PutRouted(resource string, rec Record, create bool, routedRev uint64) (Record, error) {
 	if err := validResource(resource); err != nil {
 		return Record{}, err
 	}
@@ -43,7 +51,7 @@ func (s *Store) Put(resource string, rec Record, create bool) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	if fence.Active(now) && fence.Level >= FenceWrite {
+	if fence.Active(now) && fence.Level >= FenceWrite && !fence.Yields(routedRev) {
 		return Record{}, fenceErr(fence, now)
 	}
 	b := s.db.NewBatch()
@@ -110,7 +118,7 @@ func (s *Store) Put(resource string, rec Record, create bool) (Record, error) {
 // Errors: ErrInvalid, *FencedError, ErrNotFound (missing or already
 // tombstoned), ErrClosed, ErrCorrupt.
 func (s *Store) Delete(resource, id string) (DeleteResult, error) {
-	return s.delete(resource, id, false)
+	return s.DeleteRouted(resource, id, false, 0)
 }
 
 // DeleteTombstone is Delete for a caller whose routing decision already
@@ -119,10 +127,14 @@ func (s *Store) Delete(resource, id string) (DeleteResult, error) {
 // the orchestrator has set the store's hard-delete fence. An active write
 // fence still refuses. Errors as Delete.
 func (s *Store) DeleteTombstone(resource, id string) (DeleteResult, error) {
-	return s.delete(resource, id, true)
+	return s.DeleteRouted(resource, id, true, 0)
 }
 
-func (s *Store) delete(resource, id string, forceTombstone bool) (DeleteResult, error) {
+// DeleteRouted is Delete (DeleteTombstone with forceTombstone) for a delete
+// whose routing decision was taken on the routing document of revision
+// routedRev: a post-swap write fence older than that revision lets it
+// through, as PutRouted. Errors as Delete.
+func (s *Store) DeleteRouted(resource, id string, forceTombstone bool, routedRev uint64) (DeleteResult, error) {
 	if err := validResource(resource); err != nil {
 		return DeleteResult{}, err
 	}
@@ -141,7 +153,7 @@ func (s *Store) delete(resource, id string, forceTombstone bool) (DeleteResult, 
 	if err != nil {
 		return DeleteResult{}, err
 	}
-	active := fence.Active(now)
+	active := fence.Active(now) && !(fence.Level >= FenceWrite && fence.Yields(routedRev))
 	if active && fence.Level >= FenceWrite {
 		return DeleteResult{}, fenceErr(fence, now)
 	}

@@ -168,7 +168,7 @@ func (c *Core) Create(ctx context.Context, d kvrouting.Decision, resource string
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, services.ToError(err)
 	}
-	r, err := c.st.Put(resource, rec, true)
+	r, err := c.st.PutRouted(resource, rec, true, d.Revision)
 	if errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrDeleted) {
 		return r, err
 	}
@@ -189,7 +189,7 @@ func (c *Core) Update(ctx context.Context, d kvrouting.Decision, op kvrouting.Op
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, services.ToError(err)
 	}
-	r, err := c.st.Put(resource, rec, false)
+	r, err := c.st.PutRouted(resource, rec, false, d.Revision)
 	if err != nil {
 		return store.Record{}, services.ToError(err)
 	}
@@ -233,11 +233,11 @@ func (c *Core) Delete(ctx context.Context, d kvrouting.Decision, resource, id st
 		return store.DeleteResult{}, services.ToError(err)
 	}
 	if d.Outcome == kvrouting.Tombstone {
-		res, err := c.tombstone(resource, id)
+		res, err := c.tombstone(resource, id, d.Revision)
 		res.Tombstoned = err == nil
 		return res, err
 	}
-	res, err := c.st.Delete(resource, id)
+	res, err := c.st.DeleteRouted(resource, id, false, d.Revision)
 	if err != nil {
 		return store.DeleteResult{}, services.ToError(err)
 	}
@@ -259,7 +259,7 @@ func (c *Core) DeleteKeepID(ctx context.Context, d kvrouting.Decision, resource,
 	if err := ctx.Err(); err != nil {
 		return store.DeleteResult{}, services.ToError(err)
 	}
-	res, err := c.tombstone(resource, id)
+	res, err := c.tombstone(resource, id, d.Revision)
 	if err != nil {
 		return store.DeleteResult{}, err
 	}
@@ -273,13 +273,13 @@ func (c *Core) DeleteKeepID(ctx context.Context, d kvrouting.Decision, resource,
 // carries it, TTL index). Tombstoned in the result is true when the store's
 // hard-delete fence was active, i.e. the migration protocol itself demanded
 // the tombstone; that flag is informational only.
-func (c *Core) tombstone(resource, id string) (store.DeleteResult, error) {
+func (c *Core) tombstone(resource, id string, routedRev uint64) (store.DeleteResult, error) {
 	f, err := c.st.GetFence(resource)
 	if err != nil {
 		return store.DeleteResult{}, services.ToError(err)
 	}
 	fenced := f.Active(c.clock()) && f.Level == store.FenceHardDelete
-	res, err := c.st.DeleteTombstone(resource, id)
+	res, err := c.st.DeleteRouted(resource, id, true, routedRev)
 	if err != nil {
 		return store.DeleteResult{}, services.ToError(err)
 	}
