@@ -685,8 +685,8 @@ func userFences(inv *Invariants, conv string, rs []workload.Refusal, hs []Revisi
 		i := slices.IndexFunc(spans, func(s lockSpan) bool { return !s.start.After(r.End) && !s.end.Before(r.Start) })
 		if i < 0 {
 			inv.RefusalsWithoutLock++
-			inv.sample("new message on %s refused with 423 between %s and %s with no write lock in force (primary %s)",
-				conv, r.Start.Format("15:04:05.000"), r.End.Format("15:04:05.000"), primaryAt(hs, r.Start))
+			inv.sample("new message on %s refused with 423 between %s and %s with no write lock in force (primary %s): %s",
+				conv, r.Start.Format("15:04:05.000"), r.End.Format("15:04:05.000"), primaryAt(hs, r.Start), r.Why)
 			continue
 		}
 		m := byLock[i]

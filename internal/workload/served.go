@@ -1,7 +1,9 @@
 package workload
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -23,8 +25,12 @@ type served struct {
 	refused []Interval
 }
 
-// Interval is a span of time: a request's send and its answer.
-type Interval struct{ Start, End time.Time }
+// Interval is a span of time: a request's send and its answer; Why is,
+// for a refusal, the answer's body (its error code and message).
+type Interval struct {
+	Start, End time.Time
+	Why        string
+}
 
 func (s *served) get() string {
 	s.mu.Lock()
@@ -52,7 +58,12 @@ func (t servedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			s.region = region
 		}
 		if resp.StatusCode == http.StatusLocked && req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/messages") {
-			s.refused = append(s.refused, Interval{Start: start, End: time.Now()})
+			// The body says why (for a checker's sample); it is read and
+			// put back for the SDK.
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+			_ = resp.Body.Close()
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+			s.refused = append(s.refused, Interval{Start: start, End: time.Now(), Why: string(b)})
 		}
 		s.mu.Unlock()
 	}
@@ -89,15 +100,15 @@ func (l *Ledger) ServedWrite(conv, region string, api int, start, end time.Time,
 }
 
 // Refused records that a new message on conv, sent through API api, was
-// refused with 423 (a write lock, or a store's write fence) by a request
-// sent at start and answered at end.
-func (l *Ledger) Refused(conv string, api int, start, end time.Time) {
+// refused with 423 (a write lock, or a store's write fence) by the request
+// of r.
+func (l *Ledger) Refused(conv string, api int, r Interval) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.refused == nil {
 		l.refused = map[string][]Refusal{}
 	}
-	l.refused[conv] = append(l.refused[conv], Refusal{Interval: Interval{Start: start, End: end}, API: api})
+	l.refused[conv] = append(l.refused[conv], Refusal{Interval: r, API: api})
 }
 
 // Refusal is one new message refused with 423.

@@ -221,7 +221,7 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 		}
 		if led != nil {
 			for _, r := range srv.refusals() {
-				led.Refused(conv, ui%len(cfg.APIs), r.Start, r.End)
+				led.Refused(conv, ui%len(cfg.APIs), r)
 			}
 		}
 		switch {
