@@ -9,6 +9,9 @@ import "fmt"
 func Explore(cfg Config) Result {
 	cfg.ensureDefaults()
 	init := State{Store: doc{Rev: 1, Primary: regS}}
+	if cfg.Data {
+		init.D.S = 1 // the record exists at the source
+	}
 	index := map[State]int32{init: 0}
 	states := []State{init}
 	parent := []int32{-1}
@@ -38,7 +41,7 @@ func Explore(cfg Config) Result {
 
 	for head := int32(0); int(head) < len(states); head++ {
 		s := states[head]
-		if inv := checkState(s); inv != "" {
+		if inv := checkState(&cfg, s); inv != "" {
 			report(head, inv, "", s)
 			continue // do not explore past a violation
 		}
@@ -62,16 +65,22 @@ func Explore(cfg Config) Result {
 }
 
 // checkState returns the name of an invariant s breaks, or "".
-func checkState(s State) string {
+func checkState(cfg *Config, s State) string {
 	d := s.Store
 	believers := 0
-	for _, o := range s.O {
-		if o.Phase < phPre || o.Phase > phFenced || s.Clock >= o.Exp {
+	for i, o := range s.O {
+		// An orchestrator believes it holds while its own clock, less the
+		// margin, is before the expiry (kvrouting.Lock.HeldBy).
+		if o.Phase < phPre || o.Phase > phFenced || ownNow(cfg, i, s.Clock) >= int(o.Exp)-margin(cfg) {
 			continue
 		}
 		believers++
-		// The store must agree with every holder that believes it holds.
-		if d.LTok != o.Tok || d.LType == lockNone || s.Clock >= d.LExp {
+		// The store must agree with every holder that believes it holds on
+		// a current read (one whose reply was lost holds a stale view, on
+		// which no CAS of its can succeed).
+		// Its own swap, committed while its reply was lost, consumed the
+		// lock: the next step recognises it (lockLost).
+		if o.Rev == d.Rev && d.SwappedBy != o.Tok && (d.LTok != o.Tok || d.LType == lockNone || s.Clock >= d.LExp) {
 			return "mutual exclusion: an orchestrator believes it holds a lock the store does not record"
 		}
 	}
@@ -84,17 +93,43 @@ func checkState(s State) string {
 	if d.SwappedBy != 0 && d.Primary != regT {
 		return "atomic cutover: locks released with the source primary after a swap"
 	}
+	if x := s.D; x.Deleted && ((d.Primary == regS && x.S == 1) || (d.Primary == regT && x.T == 1)) {
+		return "no resurrection: a record whose delete was acknowledged is present at the primary"
+	}
 	return ""
 }
+
+// ownNow is orchestrator i's clock at the store's now: with cfg.Skew,
+// orchestrator 0's lags by one tick (any two clocks disagree by at most the
+// margin, and either orchestrator can be the holder or the taker).
+func ownNow(cfg *Config, i int, now uint8) int {
+	if cfg.Skew && i == 0 {
+		return int(now) - 1
+	}
+	return int(now)
+}
+
+// margin is the skew margin the protocol allows for: one tick with
+// cfg.Skew, none with NoSkewMargin (the broken variant) or without skew.
+func margin(cfg *Config) int {
+	if cfg.Skew && cfg.Variant != NoSkewMargin {
+		return 1
+	}
+	return 0
+}
+
+// retired reports whether tok's grant was revoked.
+func retired(x data, tok uint8) bool { return x.Retired&(1<<tok) != 0 }
 
 func tokenOf(cfg *Config, i int, crashes uint8) uint8 {
 	return uint8(i)*(cfg.MaxCrashes+1) + crashes + 1
 }
 
 // holds is kvrouting's holds(): the token holds an unexpired lock that the
-// parent lease still covers (the holder's view; skew 0).
-func holds(d doc, now, tok uint8) bool {
-	return d.LType != lockNone && d.LTok == tok && now < d.LExp && now < d.PreExp
+// parent lease still covers, by the holder's clock (own), which stops the
+// margin early (paper 000 §4.1).
+func holds(d doc, own, m int, tok uint8) bool {
+	return d.LType != lockNone && d.LTok == tok && own < int(d.LExp)-m && own < int(d.PreExp)-m
 }
 
 // successors calls emit for every transition out of s. inv is non-empty when
@@ -112,7 +147,11 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 		o := s.O[i]
 		set := func(n State, o orch) State { n.O[i] = o; return n }
 		name := func(a string) string { return fmt.Sprintf("o%d %s", i, a) }
+		own, m := ownNow(cfg, i, now), margin(cfg)
 		if o.Phase == phDone {
+			if o.Cleanup {
+				cleanup(cfg, s, i, emit)
+			}
 			continue
 		}
 		// A (possibly stale) orchestrator re-reads the leader.
@@ -147,7 +186,14 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			if o.Rev == s.Store.Rev {
 				no := o
 				no.Phase = phDone
-				emit(name("gives up: "+why), set(s, no), "")
+				n := s
+				if cfg.Data && o.Phase >= phHD {
+					// The rollback of a copy: its grant revoked (its
+					// token retired), its target cleanup due.
+					n.D = revoke(n.D, o.Tok)
+					no.Cleanup = true
+				}
+				emit(name("gives up: "+why), set(n, no), "")
 			}
 		}
 		d := s.Store
@@ -160,7 +206,7 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			switch {
 			case d.Primary == regT:
 				giveUp("at target")
-			case d.LType != lockNone && now < d.LExp:
+			case d.LType != lockNone && own < int(d.LExp)+m: // a taker allows for the margin
 				giveUp("locked")
 			default:
 				nd := d
@@ -170,10 +216,10 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 				cas("pre-lock", s, nd, orch{Phase: phPre, Tok: tok, Exp: nd.LExp, NB: nd.LNB, Crashes: o.Crashes}, d.LTok)
 			}
 		case phPre:
-			if now < o.NB {
+			if own < int(o.NB)+m {
 				break // not converged: wait
 			}
-			if !holds(d, now, o.Tok) {
+			if !holds(d, own, m, o.Tok) {
 				giveUp("lock lost")
 				break
 			}
@@ -183,9 +229,19 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			no.Phase, no.Exp = phHD, nd.LExp
 			cas("escalate hard-delete", s, nd, no, o.Tok)
 		case phHD:
-			if !holds(d, now, o.Tok) || d.LType != lockHD {
+			if !holds(d, own, m, o.Tok) || d.LType != lockHD {
 				giveUp("lock lost")
 				break
+			}
+			// Renewal of the hard-delete lock during a long copy (paper 001
+			// §4.1.3; orchestrator renewHardDelete): a CAS extending the
+			// expiry, never past the parent pre-lock lease.
+			if nexp := min(uint8(max(own, 0))+cfg.HardDeleteLease, d.PreExp); cfg.Renewals && nexp > d.LExp {
+				nd := d
+				nd.LExp = nexp
+				no := o
+				no.Exp = nexp
+				cas("renew hard-delete", s, nd, no, o.Tok)
 			}
 			nd := d
 			nd.LType, nd.LNB, nd.LExp = lockWrite, now, min(now+cfg.WriteLease, d.PreExp)
@@ -199,7 +255,7 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			// current holder's fence), and the orchestrator fences only
 			// while it still holds the write lock.
 			other := s.FenceTok != 0 && s.FenceTok != o.Tok && (now < s.FenceExp || s.FenceTok == d.SwappedBy)
-			if other || now >= o.Exp {
+			if other || own >= int(o.Exp)-m {
 				no := o
 				no.Phase = phDone
 				emit(name("gives up: fence refused"), set(s, no), "")
@@ -208,19 +264,26 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			no := o
 			no.Phase = phFenced
 			n := set(s, no)
-			n.FenceTok, n.FenceExp = o.Tok, o.Exp
+			n.FenceTok, n.FenceExp = o.Tok, o.Exp+uint8(m) // contract.FenceFor: expiry + skew
 			if cfg.Variant == FenceExpiresEarly && o.Exp > now+1 {
 				n.FenceExp = o.Exp - 1 // BROKEN: the fence lapses before the lock
 			}
 			emit(name("set write fence"), n, "")
 		case phFenced:
-			ok := holds(d, now, o.Tok) && d.LType == lockWrite
+			ok := holds(d, own, m, o.Tok) && d.LType == lockWrite
 			if cfg.Variant == SwapIgnoresToken {
 				ok = d.LType == lockWrite && now < d.LExp // BROKEN: any holder's lock
 			}
 			if !ok {
+				if cfg.Data && o.Rev == d.Rev {
+					lockLost(cfg, s, i, emit)
+					break
+				}
 				giveUp("lock lost")
 				break
+			}
+			if cfg.Data && !o.Validated {
+				break // paper 001 §4.1.4: no swap before a validation
 			}
 			nd := d
 			nd.Primary, nd.LType, nd.LTok, nd.LNB, nd.LExp, nd.PreExp = regT, lockNone, 0, 0, 0, 0
@@ -228,6 +291,18 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			no := o
 			no.Phase = phDone
 			cas("swap", s, nd, no, o.Tok)
+			if cfg.Data && o.Rev == d.Rev {
+				// The swap commits but its reply (or its Swapped event) is
+				// lost: the orchestrator still believes it must swap and
+				// replays from a re-read (issue 14 #2).
+				n := s
+				nd.Rev = d.Rev + 1
+				n.Store = nd
+				emit(name("swap (reply lost)"), n, "")
+			}
+		}
+		if cfg.Data {
+			copySteps(cfg, s, i, own, m, emit)
 		}
 		// Rollback: release needs the token, not an unexpired lock.
 		if o.Phase >= phPre && o.Phase <= phFenced && o.Rev == d.Rev {
@@ -246,11 +321,21 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 				if s.FenceTok == o.Tok { // the fence is cleared on rollback
 					base.FenceTok, base.FenceExp = 0, 0
 				}
+				if cfg.Data {
+					base.D = revoke(base.D, o.Tok)
+					no.Cleanup = o.Phase >= phHD
+				}
 				cas("release", base, nd, no, o.Tok)
 			}
 		}
 	}
 
+	if cfg.NoWrites {
+		if cfg.Data {
+			dataSteps(cfg, s, emit)
+		}
+		return
+	}
 	// Cache tiers refresh from the store whenever they like.
 	for k := range s.Tiers {
 		t := tier{Valid: true, Fetched: now, Copy: s.Store}
@@ -316,6 +401,9 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 		}
 		emit(label, n, inv)
 	}
+	if cfg.Data {
+		dataSteps(cfg, s, emit)
+	}
 }
 
 // normalize merges states that no future step can tell apart: a tier copy
@@ -332,8 +420,18 @@ func normalize(cfg *Config, s State) State {
 	}
 	for i, o := range s.O {
 		if o.Phase == phDone {
-			s.O[i] = orch{Phase: phDone, Crashes: o.Crashes}
+			s.O[i] = orch{Phase: phDone, Crashes: o.Crashes, Cleanup: o.Cleanup, Tok: tokIf(o.Cleanup, o.Tok)}
 		}
 	}
+	if s.D.Grant != 0 && s.Clock >= s.D.GrantExp {
+		s.D.Grant, s.D.GrantExp = 0, 0 // an expired grant is as good as none
+	}
 	return s
+}
+
+func tokIf(keep bool, tok uint8) uint8 {
+	if keep {
+		return tok
+	}
+	return 0
 }

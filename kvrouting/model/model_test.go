@@ -26,13 +26,18 @@ func TestExploreFindsBrokenVariants(t *testing.T) {
 	for _, tc := range []struct {
 		v    Variant
 		want string
+		cfg  func() Config
 	}{
-		{SwapIgnoresToken, "stale-token mutation"},
-		{NoFence, "write fence"},
-		{FenceExpiresEarly, "write fence"},
+		{SwapIgnoresToken, "stale-token mutation", DefaultConfig},
+		{NoFence, "write fence", DefaultConfig},
+		{FenceExpiresEarly, "write fence", DefaultConfig},
+		{UngatedImport, "no resurrection", DataConfig},
+		{UnguardedCleanup, "cleanup", DataConfig},
+		{LostSwapEvent, "lost swap", DataConfig},
+		{NoSkewMargin, "mutual exclusion", SkewConfig},
 	} {
 		t.Run(tc.v.String(), func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := tc.cfg()
 			cfg.Variant = tc.v
 			cfg.StopAtFirst = true
 			cfg.MaxWrites = 1
@@ -48,5 +53,38 @@ func TestExploreFindsBrokenVariants(t *testing.T) {
 				t.Fatalf("%s: no %q violation found in %d states (found %d others)", tc.v, tc.want, res.States, len(res.Violations))
 			}
 		})
+	}
+}
+
+// TestExploreDataAndSkew: the data scope (imports gated by the grant, late
+// imports, physical deletes, rollback cleanups, lost swap replies, renewals,
+// a clock lagging within the margin) and the skew scope (a client write
+// through the cache tiers with a lagging clock) keep every invariant.
+func TestExploreDataAndSkew(t *testing.T) {
+	for name, cfg := range map[string]Config{"data": DataConfig(), "skew": SkewConfig()} {
+		t.Run(name, func(t *testing.T) {
+			res := Explore(cfg)
+			for _, v := range res.Violations {
+				t.Errorf("%s", v)
+			}
+			t.Logf("%s scope: %d distinct states, 0 violations", name, res.States)
+			if res.States < 1000 {
+				t.Fatalf("only %d states: the scope is not exercised", res.States)
+			}
+		})
+	}
+}
+
+// TestCacheServingLockedIsMaskedByTheFence: a cache that serves copies
+// under an active lock breaks no invariant while the source's write fence
+// holds: the fence refuses the write the stale decision allowed. (With the
+// fence gone too — NoFence — the write is lost; see above.)
+func TestCacheServingLockedIsMaskedByTheFence(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Variant = CacheServesLocked
+	cfg.MaxWrites = 1
+	res := Explore(cfg)
+	for _, v := range res.Violations {
+		t.Errorf("%s", v)
 	}
 }
