@@ -88,6 +88,29 @@ type Decision struct {
 	// most (the lock's remaining lease plus skew). Clients back off far less
 	// than this; it is a bound, not a schedule.
 	RetryAfter time.Duration
+	// RetryHint is, for a rejection, when a retry is expected to succeed:
+	// under a write lock the rest of the Phase 3 it is expected to last
+	// (WriteLockHint); at a region that is not the primary, 0 — resolve
+	// the routing again and retry at once. It is what a 423's Retry-After
+	// says, never more than RetryAfter.
+	RetryHint time.Duration
+}
+
+// ExpectedWriteLock is how long a write lock is expected to be held: the
+// Phase 3 of a migration (the demo's p99 is under a second), not its lease
+// (10 s by default), which only bounds it.
+const ExpectedWriteLock = time.Second
+
+// MinRetryHint is the hint of a write lock (or fence) held longer than
+// expected: retry soon, the lock ends at the latest at its expiry.
+const MinRetryHint = 100 * time.Millisecond
+
+// WriteLockHint is the Retry-After of a write lock (or a write fence) set at
+// start and bounded by bound: what remains of ExpectedWriteLock, at least
+// MinRetryHint, at most bound.
+func WriteLockHint(start, now time.Time, bound time.Duration) time.Duration {
+	h := max(ExpectedWriteLock-now.Sub(start), MinRetryHint)
+	return max(min(h, bound), 0)
 }
 
 // Decide applies paper 001 Table 4 (DESIGN.md "Fencing by operation class")
@@ -136,6 +159,7 @@ func Decide(doc *Document, region string, op OpClass, now time.Time, skew time.D
 		d.Reason = ReasonWriteLock
 		d.Lock = l
 		d.RetryAfter = l.Expiry.Add(skew).Sub(now)
+		d.RetryHint = WriteLockHint(l.NotBefore, now, d.RetryAfter)
 	}
 	return d
 }

@@ -89,3 +89,32 @@ func TestDecideSkew(t *testing.T) {
 		t.Fatalf("lock expired beyond skew must not hold, got %s", d.Outcome)
 	}
 }
+
+// TestRetryHint: a 423's hint is the expected rest of a write lock's Phase 3
+// (ExpectedWriteLock from its start, at least MinRetryHint, at most the
+// lock's bound), never its lease; at a region that is not the primary it is
+// 0 (resolve again).
+func TestRetryHint(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	doc := &Document{Resource: "conv/c", Primary: Location{Region: "us", Lock: Lock{Type: LockWrite, Token: "t", NotBefore: t0, Expiry: t0.Add(10 * time.Second)}},
+		Secondary: &Location{Region: "eu", Lock: Lock{Type: LockSecondary, Token: "t", Expiry: t0.Add(time.Hour)}}}
+	for _, tc := range []struct {
+		at   time.Duration
+		want time.Duration
+	}{
+		{0, ExpectedWriteLock},
+		{300 * time.Millisecond, ExpectedWriteLock - 300*time.Millisecond},
+		{5 * time.Second, MinRetryHint},
+		{10*time.Second - 50*time.Millisecond, 50 * time.Millisecond}, // the bound
+	} {
+		d := Decide(doc, "us", OpNewWrite, t0.Add(tc.at), 0)
+		if d.Outcome != Reject || d.RetryHint != tc.want || d.RetryAfter < d.RetryHint {
+			t.Errorf("write lock at +%s: hint %s (bound %s), want %s", tc.at, d.RetryHint, d.RetryAfter, tc.want)
+		}
+	}
+	for _, region := range []string{"eu", "ap"} {
+		if d := Decide(doc, region, OpNewWrite, t0, 0); d.Outcome != Reject || d.RetryHint != 0 {
+			t.Errorf("at %s: %+v, want a rejection with hint 0", region, d)
+		}
+	}
+}

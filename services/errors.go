@@ -2,6 +2,7 @@ package services
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cutover/cutover/kvrouting"
@@ -23,7 +24,7 @@ func ToError(err error) *contract.Error {
 	}
 	var fe *store.FencedError
 	if errors.As(err, &fe) {
-		return &contract.Error{Code: contract.CodeLocked, Message: err.Error(), RetryAfter: fe.RetryAfter(), Lock: "fence " + fe.Fence.Level.String()}
+		return fencedError(fe)
 	}
 	var le *kvrouting.LockedError
 	if errors.As(err, &le) {
@@ -41,4 +42,24 @@ func ToError(err error) *contract.Error {
 		return &contract.Error{Code: contract.CodeUnavailable, Message: err.Error()}
 	}
 	return contract.AsError(err)
+}
+
+// fencedError is the 423 of a store fence, in words of the lock class, not
+// of the store (issue 15 #6). A post-swap fence (Fence.SwapRev set) is an old
+// location: the resource has moved, Retry-After 0 — resolve it again. A
+// write fence of Phase 3 hints the expected rest of the phase
+// (kvrouting.WriteLockHint), never its expiry.
+func fencedError(fe *store.FencedError) *contract.Error {
+	if fe.Fence.SwapRev != 0 {
+		return &contract.Error{Code: contract.CodeLocked, Message: "resource has moved to another region; resolve it again",
+			Lock: "moved"}
+	}
+	now := fe.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	bound := max(fe.Fence.Expiry.Sub(now), 0)
+	return &contract.Error{Code: contract.CodeLocked,
+		Message:    fmt.Sprintf("resource locked (%s fence) while a migration switches regions; retry in a moment", fe.Fence.Level),
+		RetryAfter: kvrouting.WriteLockHint(fe.Fence.SetAt, now, bound), Lock: "fence " + fe.Fence.Level.String()}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/api"
@@ -435,5 +436,39 @@ func TestServedByNamesTheServingRegion(t *testing.T) {
 	r = e.must(e.do(req{method: "GET", path: "/v1/conversations/nope/messages", auth: user("ann")}), 404)
 	if got := r.header.Get(api.ServedByHeader); got != "" {
 		t.Fatalf("an unknown conversation names a region: %q", got)
+	}
+}
+
+// TestHonestRetryAfter: a plain HTTP client is told how long to wait for
+// what is actually in its way (issue 15 #6): under a write lock the expected
+// rest of Phase 3 (a second at most, not the minute-long lease), less as the
+// lock ages; at the old location after the swap, 0 — the resource has moved.
+func TestHonestRetryAfter(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createConv("ra", "ann")
+	res := kvrouting.Resource{Kind: chat.KindConversation, ID: "ra"}
+	tok, doc := e.lockTo(res, regionB, "write")
+	post := func(id, region string) resp {
+		return e.do(req{method: "POST", path: "/v1/conversations/ra/messages", auth: user("ann"), region: region,
+			body: map[string]any{"id": id, "text": "x"}})
+	}
+	retry := func(r resp) (string, int64, string) {
+		t.Helper()
+		var eb errBody
+		e.must(r, 423).decode(t, &eb)
+		return r.header.Get("Retry-After"), *eb.Error.RetryAfterMS, eb.Error.Message
+	}
+	if ra, ms, _ := retry(post("m1", "")); ra != "1" || ms > kvrouting.ExpectedWriteLock.Milliseconds() || ms < 900 {
+		t.Fatalf("fresh write lock: Retry-After %s, retry_after_ms %d; want 1 and %d (not the %s lease)", ra, ms, kvrouting.ExpectedWriteLock.Milliseconds(), time.Minute)
+	}
+	e.clock.Advance(5 * time.Second)
+	if ra, ms, _ := retry(post("m2", "")); ra != "0" || ms != kvrouting.MinRetryHint.Milliseconds() {
+		t.Fatalf("write lock held 5 s: Retry-After %s, retry_after_ms %d", ra, ms)
+	}
+	if _, err := e.locker.Swap(context.Background(), res, tok, doc); err != nil {
+		t.Fatal(err)
+	}
+	if ra, ms, msg := retry(post("m3", regionA)); ra != "0" || ms != 0 || !strings.Contains(msg, "moved") {
+		t.Fatalf("old location after the swap: Retry-After %s, retry_after_ms %d, %q", ra, ms, msg)
 	}
 }

@@ -151,7 +151,7 @@ type errBody struct {
 		Code         string `json:"code"`
 		Message      string `json:"message"`
 		Lock         string `json:"lock"`
-		RetryAfterMS int64  `json:"retry_after_ms"`
+		RetryAfterMS *int64 `json:"retry_after_ms"`
 	} `json:"error"`
 }
 
@@ -236,12 +236,18 @@ func checkErrorShape(t *testing.T, r resp) errBody {
 		t.Fatalf("status %d with code %q, want %q", r.status, eb.Error.Code, want)
 	}
 	if r.status == http.StatusLocked {
+		// Retry-After is the expected rest of the restriction in whole
+		// seconds (0: retry at once after resolving again), retry_after_ms
+		// the same exactly; never a lease (issue 15 #6).
 		secs, err := strconv.Atoi(r.header.Get("Retry-After"))
-		if err != nil || secs < 1 {
-			t.Fatalf("423 with Retry-After %q, want whole seconds >= 1", r.header.Get("Retry-After"))
+		if err != nil || secs < 0 {
+			t.Fatalf("423 with Retry-After %q, want whole seconds >= 0", r.header.Get("Retry-After"))
 		}
-		if eb.Error.RetryAfterMS < 1000 || eb.Error.Lock == "" {
-			t.Fatalf("423 body %s: want lock and retry_after_ms >= 1000", r)
+		if eb.Error.RetryAfterMS == nil || eb.Error.Lock == "" || strings.Contains(eb.Error.Message, "store:") {
+			t.Fatalf("423 body %s: want lock, retry_after_ms and no store internals", r)
+		}
+		if ms := *eb.Error.RetryAfterMS; ms < 0 || int64(secs) != (ms+500)/1000 {
+			t.Fatalf("423: Retry-After %d s, retry_after_ms %d", secs, ms)
 		}
 	}
 	return eb

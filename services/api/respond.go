@@ -20,10 +20,12 @@ import (
 // errorJSON is the body of every error response:
 // {"error":{"code":...,"message":...,"lock":...,"retry_after_ms":...}}.
 type errorJSON struct {
-	Code         string `json:"code"`
-	Message      string `json:"message"`
-	Lock         string `json:"lock,omitempty"`
-	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Lock    string `json:"lock,omitempty"`
+	// RetryAfterMS is set on every 423: Retry-After in milliseconds (0:
+	// retry at once, after resolving the routing again).
+	RetryAfterMS *int64 `json:"retry_after_ms,omitempty"`
 }
 
 type errorBody struct {
@@ -32,7 +34,9 @@ type errorBody struct {
 
 // writeError writes err as the JSON error shape with the status of its
 // code; unknown errors are 500 "internal" and logged, their text withheld.
-// A 423 carries Retry-After in whole seconds, at least 1 (paper 001 §4.4).
+// A 423 carries Retry-After in whole seconds, rounded to the nearest (0:
+// retry at once), and retry_after_ms exactly (paper 001 §4.4): the expected
+// rest of the restriction, never the lease (issue 15 #6).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := services.ToError(err)
 	body := errorJSON{Code: string(e.Code), Message: e.Message, Lock: e.Lock}
@@ -42,10 +46,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("api: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		body.Message = "internal error"
 	case contract.CodeLocked:
-		ra := max(e.RetryAfter, time.Second)
-		secs := int64((ra + time.Second - 1) / time.Second)
+		ra := max(e.RetryAfter, 0)
+		secs := int64((ra + time.Second/2) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-		body.RetryAfterMS = ra.Milliseconds()
+		ms := ra.Milliseconds()
+		body.RetryAfterMS = &ms
 	case contract.CodeUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cutover"`)
 	case contract.CodeUnavailable:

@@ -67,9 +67,10 @@ type APIError struct {
 	// Lock names the lock behind a 423 ("write", "secondary", "fence
 	// write", ...).
 	Lock string
-	// RetryAfter is the server's hint of how long the restriction can last:
-	// retry_after_ms from the body, else the Retry-After header; 0 if
-	// neither was given.
+	// RetryAfter is the server's hint of when a retry is expected to
+	// succeed (the expected rest of a write lock; 0 where the resource has
+	// moved: retry at once): retry_after_ms from the body, else the
+	// Retry-After header; 0 if neither was given.
 	RetryAfter time.Duration
 	// Method and Path identify the request.
 	Method, Path string

@@ -35,7 +35,10 @@ const (
 type Error struct {
 	Code    Code   `json:"code" msgpack:"code"`
 	Message string `json:"message" msgpack:"msg"`
-	// RetryAfter is set for CodeLocked: the most the restriction can last.
+	// RetryAfter is set for CodeLocked: when a retry is expected to
+	// succeed — the expected remainder of a write lock or fence, never more
+	// than it can last; 0 where the resource has moved (resolve its routing
+	// again and retry at once).
 	RetryAfter time.Duration `json:"-" msgpack:"ra,omitempty"`
 	// Lock names the lock behind a CodeLocked ("write lock", "locked
 	// secondary", "fence write", ...).

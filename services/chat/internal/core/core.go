@@ -77,18 +77,22 @@ func (c *Core) lock(res string) func() {
 }
 
 // LockedError is the 423 for a rejecting decision: Retry-After is the
-// decision's bound, at least one second (paper 001 §4.4).
+// decision's hint (paper 001 §4.4) — under a write lock the expected rest of
+// Phase 3, never the lease; at a region that is not the primary, 0: the
+// resource has moved, resolve its routing again (issue 15 #6).
 func LockedError(d kvrouting.Decision) *contract.Error {
-	ra := max(d.RetryAfter, time.Second)
 	reason := d.Reason
 	if reason == "" {
 		reason = "locked"
 	}
-	msg := fmt.Sprintf("resource locked (%s); retry later", reason)
-	if d.Primary != "" && d.Reason == kvrouting.ReasonNotAuthoritative {
-		msg = fmt.Sprintf("resource is served by region %s; retry later", d.Primary)
+	msg := fmt.Sprintf("resource locked (%s) while a migration switches regions; retry in a moment", reason)
+	switch {
+	case d.Primary != "" && (d.Reason == kvrouting.ReasonNotAuthoritative || d.Reason == kvrouting.ReasonLockedSecondary):
+		msg = fmt.Sprintf("resource has moved: it is served by region %s; resolve it again", d.Primary)
+	case d.Reason == kvrouting.ReasonNotAuthoritative || d.Reason == kvrouting.ReasonLockedSecondary:
+		msg = "resource has moved to another region; resolve it again"
 	}
-	return &contract.Error{Code: contract.CodeLocked, Message: msg, RetryAfter: ra, Lock: reason}
+	return &contract.Error{Code: contract.CodeLocked, Message: msg, RetryAfter: d.RetryHint, Lock: reason}
 }
 
 // Check applies the outcome of d to an operation of class op before

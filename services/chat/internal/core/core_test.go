@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func newCore(t *testing.T) *Core {
 var (
 	allow     = kvrouting.Decision{Outcome: kvrouting.Allow}
 	tombstone = kvrouting.Decision{Outcome: kvrouting.Tombstone, Reason: kvrouting.ReasonHardDelete}
-	reject    = kvrouting.Decision{Outcome: kvrouting.Reject, Reason: kvrouting.ReasonWriteLock, RetryAfter: 1500 * time.Millisecond}
+	reject    = kvrouting.Decision{Outcome: kvrouting.Reject, Reason: kvrouting.ReasonWriteLock, RetryAfter: 1500 * time.Millisecond, RetryHint: 700 * time.Millisecond}
 )
 
 func code(err error) contract.Code {
@@ -77,16 +78,18 @@ func TestReject(t *testing.T) {
 	_, checks["delete-keep-id"] = c.DeleteKeepID(ctx, reject, res, "a")
 	for name, err := range checks {
 		e := services.ToError(err)
-		if e == nil || e.Code != contract.CodeLocked || e.RetryAfter != 1500*time.Millisecond || e.Lock != kvrouting.ReasonWriteLock {
-			t.Errorf("%s under Reject: %+v, want locked with the decision's Retry-After", name, e)
+		if e == nil || e.Code != contract.CodeLocked || e.RetryAfter != 700*time.Millisecond || e.Lock != kvrouting.ReasonWriteLock {
+			t.Errorf("%s under Reject: %+v, want locked with the decision's hint as Retry-After", name, e)
 		}
 	}
 	if now, _ := c.st.SyncToken(res); now != tok {
 		t.Fatalf("rejected operations changed the store (sequence %d -> %d)", tok, now)
 	}
-	short := kvrouting.Decision{Outcome: kvrouting.Reject, Reason: kvrouting.ReasonNotAuthoritative, Primary: "b"}
-	if ra := LockedError(short).RetryAfter; ra != time.Second {
-		t.Fatalf("Retry-After %s, want at least 1s", ra)
+	// At a region that is not the primary the resource has moved: retry
+	// at once, after resolving it again (issue 15 #6).
+	moved := kvrouting.Decision{Outcome: kvrouting.Reject, Reason: kvrouting.ReasonNotAuthoritative, Primary: "b", RetryAfter: time.Second}
+	if e := LockedError(moved); e.RetryAfter != 0 || !strings.Contains(e.Message, "region b") {
+		t.Fatalf("not authoritative: %+v, want Retry-After 0 naming the primary", e)
 	}
 	_, err := c.Create(ctx, tombstone, res, store.Record{ID: "b", Kind: "k"})
 	if code(err) != contract.CodeInternal {
@@ -154,7 +157,7 @@ func TestTombstoneFences(t *testing.T) {
 	for _, d := range []kvrouting.Decision{allow, tombstone} {
 		_, err := c.Delete(ctx, d, res, "b")
 		e := services.ToError(err)
-		if e == nil || e.Code != contract.CodeLocked || e.RetryAfter < time.Second || e.Lock != "fence write" {
+		if e == nil || e.Code != contract.CodeLocked || e.RetryAfter <= 0 || e.RetryAfter > kvrouting.ExpectedWriteLock || e.Lock != "fence write" || strings.Contains(e.Message, "store:") {
 			t.Fatalf("delete (%s) under a write fence: %+v", d.Outcome, e)
 		}
 		if _, err := c.DeleteKeepID(ctx, d, res, "b"); code(err) != contract.CodeLocked {
