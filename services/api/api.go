@@ -8,12 +8,15 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/chat"
@@ -139,6 +142,8 @@ type Server struct {
 	cfg Config
 	mux *http.ServeMux
 	log *slog.Logger
+	// reresolved counts requests re-run after a "moved" refusal.
+	reresolved atomic.Uint64
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -190,14 +195,27 @@ func (s *Server) routes() {
 // the JSON error body.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, who Identity) error
 
+// A write that a region refuses because the resource has moved is run once
+// more after its routing is read from the leader (reresolve.go).
 func (s *Server) handle(pattern string, h handlerFunc) {
+	again := reresolvable(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		who, err := s.cfg.Auth.Authenticate(r)
 		if err != nil {
 			s.writeError(w, r, authError(err))
 			return
 		}
-		if err := h(w, r, who); err != nil {
+		var body []byte
+		rerun := again
+		if rerun {
+			body, rerun = s.bufferBody(r)
+		}
+		err = h(w, r, who)
+		if rerun && moved(err) && s.refresh(r.Context(), r.PathValue("id")) {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			err = h(w, r, who)
+		}
+		if err != nil {
 			s.writeError(w, r, err)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
@@ -134,4 +135,53 @@ func TestMoveBackIsNotRefusedByThePreviousFence(t *testing.T) {
 			t.Fatalf("%s: a write decided before the move away: %v", p.Service(), err)
 		}
 	}
+}
+
+// TestStaleRouterReResolves: an API whose routing cache is an hour stale
+// sends a write to the old location after a migration; the old location's
+// post-swap fence refuses it ("moved"), the server reads the routing from
+// the leader into its caches and runs the write again at the new primary:
+// the client sees 201 from the new region, not a 423 for the cache's TTL
+// (issue 15 #2). A write pinned to the old location is still refused.
+func TestStaleRouterReResolves(t *testing.T) {
+	e := newEnv(t, envOptions{tierTTL: time.Hour})
+	ctx := context.Background()
+	e.createConv("rr", "ann")
+	e.post("rr", "ann", "m1", "before the move") // the cache now holds the unlocked document at A
+
+	res := kvrouting.Resource{Kind: chat.KindConversation, ID: "rr"}
+	tok, doc := e.lockTo(res, regionB, "write")
+	e.copyAll("conv/rr", regionA, regionB, contract.Historical, nil, 0)
+	swapped, err := e.locker.Swap(ctx, res, tok, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := contract.FenceFor(store.FenceWrite, string(tok), swapped.Secondary.Lock.Expiry, skew)
+	f.SwapRev = swapped.Revision
+	for _, p := range e.regions[regionA].ParticipantsFor(chat.KindConversation) {
+		if err := p.SetFence(ctx, "conv/rr", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	before := e.api.ReResolved()
+	r := e.must(e.do(req{method: "POST", path: "/v1/conversations/rr/messages", auth: user("ann"),
+		body: map[string]any{"id": "m2", "text": "after the move, through a stale cache"}}), 201)
+	if got := r.header.Get(api.ServedByHeader); got != regionB {
+		t.Fatalf("served by %q, want the new primary %s", got, regionB)
+	}
+	if n := e.api.ReResolved() - before; n != 1 {
+		t.Fatalf("%d re-resolutions, want 1", n)
+	}
+	if _, ok := e.storedRecord(regionA, "messages", "conv/rr", "m2"); ok {
+		t.Fatal("the write landed at the old location")
+	}
+	// The cache is fresh now: the next write goes straight to B.
+	e.post("rr", "ann", "m3", "next")
+	if n := e.api.ReResolved() - before; n != 1 {
+		t.Fatalf("%d re-resolutions after a fresh cache, want 1", n)
+	}
+	// Pinned to the old location: refused, re-resolution or not.
+	e.must(e.do(req{method: "POST", path: "/v1/conversations/rr/messages", auth: user("ann"), region: regionA,
+		body: map[string]any{"id": "m4", "text": "pinned"}}), 423)
 }
