@@ -49,19 +49,22 @@ func (protocolFencing) Phase2Fence() contract.FenceLevel { return contract.Fence
 // fence sets a fence of level, expiring at the lock's expiry plus the
 // enforcers' skew, at every source endpoint; it returns their services.
 func (w *Worker) fence(ctx context.Context, st *events.State, level contract.FenceLevel, expiry time.Time) ([]string, error) {
-	return w.fenceAt(ctx, st, level, expiry, 0)
+	return w.fenceAt(ctx, st, level, expiry, 0, 0)
 }
 
-// fenceAt is fence with the fence's SwapRev: the routing revision of the
-// committed swap a post-swap fence keeps (0 for any other fence).
-func (w *Worker) fenceAt(ctx context.Context, st *events.State, level contract.FenceLevel, expiry time.Time, swapRev uint64) ([]string, error) {
+// fenceAt is fence with the fence's SwapRev (the routing revision of the
+// committed swap a post-swap fence keeps; 0 for any other fence) and
+// ReadRev (reads decided on an older routing are refused as moved: the
+// write lock's revision for the write fence of Phase 3, the swap's for a
+// post-swap fence; issue 15 #3).
+func (w *Worker) fenceAt(ctx context.Context, st *events.State, level contract.FenceLevel, expiry time.Time, swapRev, readRev uint64) ([]string, error) {
 	res, _ := kvrouting.ParseResource(st.Resource)
 	eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
 	if err != nil {
 		return nil, err
 	}
 	f := contract.FenceFor(level, st.Token, expiry, w.skew)
-	f.SwapRev = swapRev
+	f.SwapRev, f.ReadRev = swapRev, readRev
 	// Every service's fence at once: the step (and in Phase 3 the write
 	// fence users feel) waits for the slowest, not for their sum.
 	errs := make([]error, len(eps))

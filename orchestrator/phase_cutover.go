@@ -160,7 +160,7 @@ func (w *Worker) fencePostSwap(ctx context.Context, st *events.State, d *kvrouti
 			expiry = d.Secondary.Lock.Expiry
 		}
 	}
-	_, err := w.fenceAt(ctx, st, contract.FenceWrite, expiry, rev)
+	_, err := w.fenceAt(ctx, st, contract.FenceWrite, expiry, rev, rev)
 	return err
 }
 

@@ -28,7 +28,11 @@ func (w *Worker) escalateWriteAndFence(ctx context.Context, st *events.State, re
 	}
 	w.remember(st, d)
 	ev := events.WriteLocked{Expiry: d.Primary.Lock.Expiry, At: at}
-	if names, err := w.fence(ctx, st, contract.FenceWrite, ev.Expiry); err == nil {
+	// Reads routed by a document older than this write lock are refused at
+	// the source from now on (Fence.ReadRev): they resolve again, through
+	// to the leader while the lock is in force, so no stale cache keeps
+	// reading the source once the swap has made the target primary.
+	if names, err := w.fenceAt(ctx, st, contract.FenceWrite, ev.Expiry, 0, d.Revision); err == nil {
 		ev.Fenced, ev.Services = true, names
 	} else {
 		w.log.Info("write fence deferred to its own step", "migration", st.ID, "err", err)
@@ -43,7 +47,11 @@ func (w *Worker) fenceWrite(ctx context.Context, st *events.State, res kvrouting
 	if o, bad := w.verify(ctx, st, res); bad {
 		return o
 	}
-	names, err := w.fence(ctx, st, contract.FenceWrite, st.LockExpiry)
+	var readRev uint64
+	if d := w.cached(st); d != nil && d.Primary.Lock.Type == kvrouting.LockWrite {
+		readRev = d.Revision
+	}
+	names, err := w.fenceAt(ctx, st, contract.FenceWrite, st.LockExpiry, 0, readRev)
 	if err != nil {
 		return w.transient(st, err)
 	}

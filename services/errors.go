@@ -26,6 +26,9 @@ func ToError(err error) *contract.Error {
 	if errors.As(err, &fe) {
 		return fencedError(fe)
 	}
+	if errors.Is(err, store.ErrMoved) {
+		return &contract.Error{Code: contract.CodeLocked, Message: "resource has moved to another region; resolve it again", Lock: "moved"}
+	}
 	var le *kvrouting.LockedError
 	if errors.As(err, &le) {
 		return &contract.Error{Code: contract.CodeLocked, Message: err.Error(), RetryAfter: max(time.Second, le.Lock.Expiry.Sub(le.Now)), Lock: le.Lock.Type.String()}

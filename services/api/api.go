@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/contract"
 )
@@ -205,14 +206,18 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 			s.writeError(w, r, authError(err))
 			return
 		}
+		ctx, _ := services.WithRouted(r.Context())
+		r = r.WithContext(ctx)
 		var body []byte
 		rerun := again
-		if rerun {
+		if rerun && r.Method != http.MethodGet {
 			body, rerun = s.bufferBody(r)
 		}
 		err = h(w, r, who)
 		if rerun && moved(err) && s.refresh(r.Context(), r.PathValue("id")) {
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			if body != nil {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
 			err = h(w, r, who)
 		}
 		if err != nil {

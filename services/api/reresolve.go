@@ -23,12 +23,16 @@ import (
 // read, never a 423 for the rest of its TTL.
 
 // reresolvable reports whether pattern's requests are re-run after a
-// "moved" refusal: the writes on an existing conversation, except media
-// uploads (their bodies are not buffered).
+// "moved" refusal: the reads and writes on an existing conversation, except
+// media uploads (their bodies are not buffered). A read is refused as moved
+// where its routing is older than the region's fence says (issue 15 #3).
 func reresolvable(pattern string) bool {
 	method, path, ok := strings.Cut(pattern, " ")
-	if !ok || method == http.MethodGet || method == http.MethodHead {
+	if !ok || method == http.MethodHead {
 		return false
+	}
+	if path == "/v1/conversations/{id}" {
+		return method == http.MethodGet
 	}
 	return strings.HasPrefix(path, "/v1/conversations/{id}/") && !strings.HasSuffix(path, "/media")
 }

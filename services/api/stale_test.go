@@ -9,6 +9,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/chat/messages"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
@@ -184,4 +185,73 @@ func TestStaleRouterReResolves(t *testing.T) {
 	// Pinned to the old location: refused, re-resolution or not.
 	e.must(e.do(req{method: "POST", path: "/v1/conversations/rr/messages", auth: user("ann"), region: regionA,
 		body: map[string]any{"id": "m4", "text": "pinned"}}), 423)
+}
+
+// TestNoStaleReadAfterTheSwap: an API whose routing cache is an hour stale
+// reads a conversation after it moved; the old location's fence says that
+// routing is older than the move (Fence.ReadRev), so the read is refused
+// there, the server resolves again and reads at the new primary: a message
+// acknowledged there after the swap is in the answer (issue 15 #3). During
+// Phase 3 the same stale read re-resolves and is served by the source.
+func TestNoStaleReadAfterTheSwap(t *testing.T) {
+	e := newEnv(t, envOptions{tierTTL: time.Hour})
+	ctx := context.Background()
+	e.createConv("sr", "ann")
+	e.post("sr", "ann", "m1", "before the move")
+	if got := e.messages("sr", "ann", ""); len(got) != 1 {
+		t.Fatalf("%d messages", len(got))
+	}
+	res := kvrouting.Resource{Kind: chat.KindConversation, ID: "sr"}
+	fenceA := func(f contract.Fence) {
+		t.Helper()
+		for _, p := range e.regions[regionA].ParticipantsFor(chat.KindConversation) {
+			if err := p.SetFence(ctx, "conv/sr", f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tok, doc := e.lockTo(res, regionB, "write")
+	w := contract.FenceFor(store.FenceWrite, string(tok), doc.Primary.Lock.Expiry, skew)
+	w.ReadRev = doc.Revision
+	fenceA(w)
+	e.copyAll("conv/sr", regionA, regionB, contract.Historical, nil, 0)
+	swapped, err := e.locker.Swap(ctx, res, tok, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := contract.FenceFor(store.FenceWrite, string(tok), swapped.Secondary.Lock.Expiry, skew)
+	post.SwapRev, post.ReadRev = swapped.Revision, swapped.Revision
+	fenceA(post)
+	// A message acknowledged at the new primary after the swap.
+	if _, _, err := e.regions[regionB].Messages().Post(ctx, kvrouting.Decision{Primary: regionB}, "sr", messages.Message{ID: "m2", Author: "ann", Text: "after the swap"}); err != nil {
+		t.Fatal(err)
+	}
+	got := e.messages("sr", "ann", "")
+	if len(got) != 2 || got[1].ID != "m2" {
+		t.Fatalf("a read after the swap missed the write acknowledged at the new primary: %+v", got)
+	}
+	// Pinned to the old location, the read is of that copy, as it is.
+	if got := e.messages("sr", "ann", regionA); len(got) != 1 {
+		t.Fatalf("pinned read of the old copy: %+v", got)
+	}
+
+	// Phase 3 of another conversation: a stale read is refused at the
+	// source too, re-resolved (through to the leader: the document is
+	// locked) and served by the source, still the primary.
+	e.createConv("sp", "ann")
+	e.post("sp", "ann", "m1", "x")
+	e.messages("sp", "ann", "") // cached, unlocked
+	_, doc = e.lockTo(kvrouting.Resource{Kind: chat.KindConversation, ID: "sp"}, regionB, "write")
+	w = contract.FenceFor(store.FenceWrite, string(doc.Primary.Lock.Token), doc.Primary.Lock.Expiry, skew)
+	w.ReadRev = doc.Revision
+	for _, p := range e.regions[regionA].ParticipantsFor(chat.KindConversation) {
+		if err := p.SetFence(ctx, "conv/sp", w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := e.api.ReResolved()
+	r := e.must(e.do(req{method: "GET", path: "/v1/conversations/sp/messages", auth: user("ann")}), 200)
+	if got := r.header.Get(api.ServedByHeader); got != regionA || e.api.ReResolved()-before != 1 {
+		t.Fatalf("phase 3 read served by %q after %d re-resolutions", got, e.api.ReResolved()-before)
+	}
 }

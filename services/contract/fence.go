@@ -54,6 +54,19 @@ type Fence struct {
 	// Such a fence yields to a write whose routing decision was taken on a
 	// later revision (Yields).
 	SwapRev uint64 `msgpack:",omitempty"`
+	// ReadRev, when set, refuses reads decided on a routing revision below
+	// it (Refuses): the write lock's revision on the write fence of Phase
+	// 3, the swap's on a post-swap fence. A reader whose routing is older
+	// resolves again (the resource is moving, or has moved: its copy here
+	// may miss writes acknowledged at the new primary).
+	ReadRev uint64 `msgpack:",omitempty"`
+}
+
+// RefusesRead reports whether f, active, refuses a read decided on the
+// routing revision routedRev (0: a read that no routing decided, such as a
+// migration's own validation, which is never refused).
+func (f Fence) RefusesRead(routedRev uint64) bool {
+	return f.ReadRev != 0 && routedRev != 0 && routedRev < f.ReadRev
 }
 
 // Yields reports whether f lets through a write routed by a routing

@@ -24,6 +24,12 @@ var (
 	// refused a user mutation. It maps to HTTP 423.
 	ErrFenced = errors.New("store: resource fenced")
 
+	// ErrMoved: a read decided on routing older than the fence's ReadRev
+	// (contract.Fence.RefusesRead) was refused: the resource is moving, or
+	// has moved, away from this region; the reader resolves it again. It
+	// maps to HTTP 423 with lock "moved" and Retry-After 0.
+	ErrMoved = errors.New("store: resource moved; resolve it again")
+
 	// ErrFenceHeld is returned when a fence operation names a token other
 	// than the one of an unexpired fence.
 	ErrFenceHeld = errors.New("store: fence held by another token")

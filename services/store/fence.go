@@ -39,6 +39,8 @@ type storedFence struct {
 	SetAt  int64  `msgpack:"a"`
 	// SwapRev is Fence.SwapRev (post-swap fences only).
 	SwapRev uint64 `msgpack:"sr,omitempty"`
+	// ReadRev is Fence.ReadRev.
+	ReadRev uint64 `msgpack:"rr,omitempty"`
 	// Retired are the tokens cleared at this store for this resource, most
 	// recent last (at most maxRetired): a fence request carrying one of them
 	// is a late delivery from a migration attempt that has already been
@@ -69,7 +71,7 @@ func (s *Store) getFenceRetired(r reader, res string) (Fence, []string, error) {
 	}
 	f := Fence{Level: FenceLevel(sf.Level), Token: sf.Token}
 	if f.Level != FenceNone {
-		f.Expiry, f.SetAt, f.SwapRev = time.Unix(0, sf.Expiry), time.Unix(0, sf.SetAt), sf.SwapRev
+		f.Expiry, f.SetAt, f.SwapRev, f.ReadRev = time.Unix(0, sf.Expiry), time.Unix(0, sf.SetAt), sf.SwapRev, sf.ReadRev
 	}
 	return f, sf.Retired, nil
 }
@@ -78,7 +80,7 @@ func (s *Store) getFenceRetired(r reader, res string) (Fence, []string, error) {
 func (s *Store) putFence(res string, f Fence, retired []string) error {
 	sf := storedFence{Level: uint8(f.Level), Token: f.Token, Retired: retired}
 	if f.Level != FenceNone {
-		sf.Expiry, sf.SetAt, sf.SwapRev = f.Expiry.UnixNano(), f.SetAt.UnixNano(), f.SwapRev
+		sf.Expiry, sf.SetAt, sf.SwapRev, sf.ReadRev = f.Expiry.UnixNano(), f.SetAt.UnixNano(), f.SwapRev, f.ReadRev
 	} else {
 		sf.Token = ""
 	}
@@ -130,7 +132,8 @@ func (s *Store) GetFence(resource string) (Fence, error) {
 //     stronger fence is already at least what was asked;
 //   - another token while the stored fence is active: ErrFenceHeld;
 //   - f.SwapRev marks a post-swap fence (Fence.Yields); a renewal without it
-//     keeps the stored one;
+//     keeps the stored one; f.ReadRev (Fence.RefusesRead) is never lowered
+//     by the same token;
 //   - a retired token (one ClearFence named before): ErrTokenRetired. A
 //     fence request delivered late, after its attempt was rolled back or a
 //     later migration moved the resource back here, must not fence a
@@ -167,7 +170,7 @@ func (s *Store) SetFence(resource string, f Fence) error {
 	if slices.Contains(retired, f.Token) {
 		return fmt.Errorf("%w: the fence of this token was cleared", ErrTokenRetired)
 	}
-	next := Fence{Level: f.Level, Token: f.Token, Expiry: f.Expiry, SetAt: now, SwapRev: f.SwapRev}
+	next := Fence{Level: f.Level, Token: f.Token, Expiry: f.Expiry, SetAt: now, SwapRev: f.SwapRev, ReadRev: f.ReadRev}
 	if cur.Active(now) {
 		switch {
 		case cur.Token != f.Token:
@@ -178,8 +181,11 @@ func (s *Store) SetFence(resource string, f Fence) error {
 		case f.Level == cur.Level && cur.Expiry.After(f.Expiry):
 			next.Expiry = cur.Expiry
 		}
-		if f.Level == cur.Level && f.Token == cur.Token && next.SwapRev == 0 {
-			next.SwapRev = cur.SwapRev // a renewal without it keeps it
+		if f.Token == cur.Token && f.Level >= cur.Level {
+			if next.SwapRev == 0 && f.Level == cur.Level {
+				next.SwapRev = cur.SwapRev // a renewal without it keeps it
+			}
+			next.ReadRev = max(next.ReadRev, cur.ReadRev) // never lowered
 		}
 	}
 	return s.putFence(resource, next, retired)

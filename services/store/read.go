@@ -14,6 +14,14 @@ import (
 // users. Errors: ErrInvalid, ErrNotFound (missing or tombstoned), ErrClosed,
 // ErrCorrupt.
 func (s *Store) Get(resource, id string) (Record, error) {
+	return s.GetRouted(resource, id, 0)
+}
+
+// GetRouted is Get for a read decided on the routing revision routedRev:
+// an active fence whose ReadRev is above it refuses the read with ErrMoved
+// (contract.Fence.RefusesRead), the fence and the record read from one
+// snapshot. routedRev 0 is Get. Errors as Get, and ErrMoved.
+func (s *Store) GetRouted(resource, id string, routedRev uint64) (Record, error) {
 	if err := validResource(resource); err != nil {
 		return Record{}, err
 	}
@@ -24,7 +32,16 @@ func (s *Store) Get(resource, id string) (Record, error) {
 		return Record{}, err
 	}
 	defer s.leave()
-	e, err := s.getEntry(s.db, resource, id)
+	var r reader = s.db
+	if routedRev != 0 {
+		snap := s.db.NewSnapshot()
+		defer snap.Close()
+		if err := s.checkMoved(snap, resource, routedRev); err != nil {
+			return Record{}, err
+		}
+		r = snap
+	}
+	e, err := s.getEntry(r, resource, id)
 	if err != nil {
 		return Record{}, err
 	}
@@ -49,13 +66,33 @@ func clampLimit(limit int) int {
 // limits above MaxPageLimit are capped. The page is read from one snapshot.
 // Errors: ErrInvalid, ErrClosed, ErrCorrupt.
 func (s *Store) List(resource, kind string, afterCreated int64, afterID string, limit int) ([]Record, error) {
+	return s.ListRouted(resource, kind, afterCreated, afterID, limit, 0)
+}
+
+// ListRouted is List for a read decided on the routing revision routedRev,
+// refused with ErrMoved as GetRouted, from the page's snapshot. routedRev 0
+// is List. Errors as List, and ErrMoved.
+func (s *Store) ListRouted(resource, kind string, afterCreated int64, afterID string, limit int, routedRev uint64) ([]Record, error) {
 	if err := validResource(resource); err != nil {
 		return nil, err
 	}
 	if err := validKind(kind); err != nil {
 		return nil, err
 	}
-	return s.scanIndex(resource, kindPrefix(resource, kind), 0, math.MaxInt64, afterCreated, afterID, limit)
+	return s.scanIndexRouted(resource, kindPrefix(resource, kind), 0, math.MaxInt64, afterCreated, afterID, limit, routedRev)
+}
+
+// checkMoved returns ErrMoved if r's fence of res is active and refuses a
+// read decided on routedRev.
+func (s *Store) checkMoved(r reader, res string, routedRev uint64) error {
+	f, err := s.getFence(r, res)
+	if err != nil {
+		return err
+	}
+	if f.Active(s.now()) && f.RefusesRead(routedRev) {
+		return ErrMoved
+	}
+	return nil
 }
 
 // ListSlice returns up to limit live records of resource with CreatedAt in
@@ -77,6 +114,12 @@ func (s *Store) ListSlice(resource string, from, to int64, afterCreated int64, a
 
 // scanIndex pages through an index whose keys are prefix <created:8> <id>.
 func (s *Store) scanIndex(res string, prefix []byte, from, to, afterCreated int64, afterID string, limit int) ([]Record, error) {
+	return s.scanIndexRouted(res, prefix, from, to, afterCreated, afterID, limit, 0)
+}
+
+// scanIndexRouted is scanIndex, first refusing with ErrMoved (checkMoved)
+// in the page's snapshot when routedRev is set.
+func (s *Store) scanIndexRouted(res string, prefix []byte, from, to, afterCreated int64, afterID string, limit int, routedRev uint64) ([]Record, error) {
 	if afterCreated < 0 {
 		return nil, invalidf("negative position %d", afterCreated)
 	}
@@ -109,6 +152,11 @@ func (s *Store) scanIndex(res string, prefix []byte, from, to, afterCreated int6
 	defer s.leave()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
+	if routedRev != 0 {
+		if err := s.checkMoved(snap, res, routedRev); err != nil {
+			return nil, err
+		}
+	}
 	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("store: list: %w", err)

@@ -114,13 +114,15 @@ func Check(d kvrouting.Decision, op kvrouting.OpClass) error {
 	return contract.Errorf(contract.CodeInternal, "unknown decision outcome %s", d.Outcome)
 }
 
-// Get returns the live record id of resource. Errors: *contract.Error
-// (not_found for a missing or deleted record, invalid, internal).
+// Get returns the live record id of resource. A read routed by a revision
+// (services.SetRouted) is refused as moved where the store's fence says
+// that routing is too old. Errors: *contract.Error (not_found for a missing
+// or deleted record, locked "moved", invalid, internal).
 func (c *Core) Get(ctx context.Context, resource, id string) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, services.ToError(err)
 	}
-	r, err := c.st.Get(resource, id)
+	r, err := c.st.GetRouted(resource, id, services.RoutedRevision(ctx, resource))
 	if err != nil {
 		return store.Record{}, services.ToError(err)
 	}
@@ -133,7 +135,7 @@ func (c *Core) List(ctx context.Context, resource, kind string, afterCreated int
 	if err := ctx.Err(); err != nil {
 		return nil, services.ToError(err)
 	}
-	recs, err := c.st.List(resource, kind, afterCreated, afterID, limit)
+	recs, err := c.st.ListRouted(resource, kind, afterCreated, afterID, limit, services.RoutedRevision(ctx, resource))
 	if err != nil {
 		return nil, services.ToError(err)
 	}
