@@ -510,6 +510,67 @@ func (c Config) reactions(ctx context.Context, inv *Invariants, conv string) err
 // operation before it, or one a write of unknown outcome before it could
 // have left (such a write may land late, so it stays possible).
 func (c Config) reads(inv *Invariants, conv string) {
+	listReads(inv, conv, c.Ledger.TimedOps(conv), c.Ledger.ListReads(conv))
+	c.writerReads(inv, conv)
+}
+
+// listReads checks every whole-conversation read, by any user, against the
+// timed operations on the conversation's messages (issue 15 #7): for each
+// message whose last operation acknowledged before the read started is L,
+// the read shows L's state — present with L's text after a post or an edit,
+// absent after a delete — or the state of an operation that may have applied
+// during the read (one that started before the read ended and was not
+// acknowledged before L; an unacknowledged one may apply at any time). A
+// deleted message never shows again (ids are not reused). Messages with no
+// operation acknowledged before the read are not checked.
+func listReads(inv *Invariants, conv string, ops []workload.TimedOp, reads []workload.ListRead) {
+	byID := map[string][]workload.TimedOp{}
+	for _, op := range ops {
+		byID[op.ID] = append(byID[op.ID], op)
+	}
+	for _, r := range reads {
+		for id, os := range byID {
+			var last *workload.TimedOp
+			for i := range os {
+				if os[i].Acked && os[i].End.Before(r.Start) && (last == nil || os[i].End.After(last.End)) {
+					last = &os[i]
+				}
+			}
+			if last == nil {
+				continue
+			}
+			texts := map[string]bool{}
+			mayDelete := last.Delete
+			if !last.Delete {
+				texts[last.Text] = true
+			}
+			for _, op := range os {
+				if op.Start.Before(r.End) && (!op.Acked || op.End.After(last.End)) {
+					if op.Delete {
+						mayDelete = true
+					} else {
+						texts[op.Text] = true
+					}
+				}
+			}
+			text, present := r.Items[id]
+			switch {
+			case present && last.Delete:
+				inv.StaleReads++
+				inv.sample("stale read of %s at %s: %s, deleted (acknowledged %s), shows again", conv, r.Start.Format("15:04:05.000"), id, last.End.Format("15:04:05.000"))
+			case present && !texts[text]:
+				inv.StaleReads++
+				inv.sample("stale read of %s at %s: %s shows %q, acknowledged %q at %s", conv, r.Start.Format("15:04:05.000"), id, text, last.Text, last.End.Format("15:04:05.000"))
+			case !present && !mayDelete:
+				inv.StaleReads++
+				inv.sample("stale read of %s at %s: %s missing, acknowledged %q at %s", conv, r.Start.Format("15:04:05.000"), id, last.Text, last.End.Format("15:04:05.000"))
+			}
+		}
+	}
+}
+
+// writerReads checks the reads of a message by its own writer.
+func (c Config) writerReads(inv *Invariants, conv string) {
 	type state struct {
 		found bool
 		text  string

@@ -111,3 +111,44 @@ func TestUserFences(t *testing.T) {
 		t.Fatalf("renewed lock: failures %v", bad)
 	}
 }
+
+// TestListReadsAreFresh: a whole-conversation read shows every write
+// acknowledged before it started (or a write that may have applied during
+// it); a missing, outdated or resurrected message is a stale read.
+func TestListReadsAreFresh(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	op := func(id, text string, del bool, s, e float64, acked bool) workload.TimedOp {
+		return workload.TimedOp{ID: id, Text: text, Delete: del, Start: at(s), End: at(e), Acked: acked}
+	}
+	ops := []workload.TimedOp{
+		op("a", "a1", false, 0, 1, true), op("a", "a2", false, 10, 11, true),
+		op("b", "b1", false, 0, 1, true), op("b", "", true, 5, 6, true),
+		op("c", "c1", false, 0, 1, true), op("c", "c?", false, 2, 3, false), // an edit of unknown outcome
+		op("d", "d1", false, 20, 21, true), // after every read below
+	}
+	read := func(s, e float64, items map[string]string) workload.ListRead {
+		return workload.ListRead{Start: at(s), End: at(e), Items: items}
+	}
+	for _, tc := range []struct {
+		name  string
+		r     workload.ListRead
+		stale int
+	}{
+		{"fresh", read(12, 13, map[string]string{"a": "a2", "c": "c1"}), 0},
+		{"fresh, the unknown edit applied", read(12, 13, map[string]string{"a": "a2", "c": "c?"}), 0},
+		{"during an edit: either text", read(10.5, 10.6, map[string]string{"a": "a1", "c": "c1"}), 0},
+		{"during a delete: either", read(5.5, 5.6, map[string]string{"a": "a1", "b": "b1", "c": "c1"}), 0},
+		{"an acknowledged edit missed", read(12, 13, map[string]string{"a": "a1", "c": "c1"}), 1},
+		{"an acknowledged post missing", read(12, 13, map[string]string{"c": "c1"}), 1},
+		{"a deleted message shows again", read(12, 13, map[string]string{"a": "a2", "b": "b1", "c": "c1"}), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var inv Invariants
+			listReads(&inv, "conv", ops, []workload.ListRead{tc.r})
+			if inv.StaleReads != tc.stale {
+				t.Fatalf("stale reads %d, want %d: %v", inv.StaleReads, tc.stale, inv.Samples)
+			}
+		})
+	}
+}

@@ -35,6 +35,10 @@ type Ledger struct {
 	served map[string][]Served
 	// refused is, per conversation, every new message refused with 423.
 	refused map[string][]Refusal
+	// ops and lists are the timed operations and the whole-conversation
+	// reads of every user (timed.go).
+	ops   map[string][]TimedOp
+	lists map[string][]ListRead
 }
 
 // EventKind is what an Event did.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/cutover/cutover/services/client"
 )
@@ -79,8 +80,10 @@ func (s Seeder) All(ctx context.Context, convs []Conv, progress func(posted, tot
 
 func (s Seeder) post(ctx context.Context, conv string, j int) error {
 	id, text := SeedID(j), SeedText(conv, j)
+	start := time.Now()
 	_, err := s.Client.PostMessage(ctx, conv, client.NewMessage{ID: id, Text: text})
 	if s.Ledger != nil {
+		s.Ledger.TimedOp(conv, TimedOp{ID: id, Text: text, Start: start, End: time.Now(), Acked: err == nil})
 		if err == nil {
 			s.Ledger.Acked(conv, id, text)
 		} else {

@@ -121,6 +121,10 @@ func StartTraffic(ctx context.Context, cfg TrafficConfig) (*Traffic, error) {
 	return t, nil
 }
 
+// listLimit is the page size of the traffic's list reads: a conversation
+// of the chaos and demo sizes fits in one page, so most reads are whole.
+const listLimit = 200
+
 // user is one user's loop.
 func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string, c *client.Client) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(ui)+100))
@@ -140,12 +144,14 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 		write := true
 		octx, srv := withServed(ctx)
 		start, what := time.Now(), ""
+		var op TimedOp // a post, edit or delete, for the read checks
 		switch {
 		case x < m.Post:
 			n++
 			id, text := fmt.Sprintf("%s-%06d", u, n), fmt.Sprintf("live %d from %s", n, u)
 			t.attempted.Add(1)
 			what = "post " + id
+			op = TimedOp{ID: id, Text: text}
 			if _, err = c.PostMessage(octx, conv, client.NewMessage{ID: id, Text: text}); err == nil {
 				led.ack(conv, id, text)
 				own[conv] = append(own[conv], id)
@@ -157,6 +163,7 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 			text := fmt.Sprintf("edited %d by %s", rng.IntN(1e6), u)
 			t.attempted.Add(1)
 			what = "edit " + id
+			op = TimedOp{ID: id, Text: text}
 			if _, err = c.EditMessage(octx, conv, id, text); err == nil {
 				led.ack(conv, id, text)
 			} else {
@@ -167,6 +174,7 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 			id := own[conv][i]
 			t.attempted.Add(1)
 			what = "delete " + id
+			op = TimedOp{ID: id, Delete: true}
 			if _, err = c.DeleteMessage(octx, conv, id); err == nil {
 				led.ackDelete(conv, id)
 				own[conv] = slices.Delete(own[conv], i, i+1)
@@ -215,13 +223,28 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 				err = nil
 			}
 		default:
+			// A read of the whole conversation by any user: kept, and
+			// checked against every write acknowledged before it started
+			// (check: stale_reads).
 			write = false
 			t.reads.Add(1)
-			_, err = c.ListMessages(ctx, conv, client.ListOptions{Limit: 20})
+			var page client.MessagePage
+			page, err = c.ListMessages(ctx, conv, client.ListOptions{Limit: listLimit})
+			if err == nil && led != nil && page.Next == "" {
+				items := make(map[string]string, len(page.Messages))
+				for _, m := range page.Messages {
+					items[m.ID] = m.Text
+				}
+				led.ListRead(conv, ListRead{Start: start, End: time.Now(), Items: items})
+			}
 		}
 		if led != nil {
 			for _, r := range srv.refusals() {
 				led.Refused(conv, ui%len(cfg.APIs), r)
+			}
+			if op.ID != "" {
+				op.Start, op.End, op.Acked = start, time.Now(), err == nil
+				led.TimedOp(conv, op)
 			}
 		}
 		switch {
