@@ -14,6 +14,10 @@ import (
 // paper gives a value).
 const (
 	DefaultConvergenceBuffer = 10 * time.Minute
+	// ConvergenceFence and ConvergenceTTL are the values of
+	// Config.Convergence.
+	ConvergenceFence = "fence"
+	ConvergenceTTL   = "ttl"
 	DefaultReplicationBound  = 5 * time.Minute
 	DefaultRenewMargin       = time.Hour
 	DefaultValidationBudget  = 5 * time.Second
@@ -39,8 +43,16 @@ type Config struct {
 	Locker *kvrouting.Locker
 	// Directory finds the service endpoints of a region.
 	Directory Directory
+	// Convergence selects Phase 1's wait (issue 15 #1): ConvergenceFence
+	// (the default) waits for no cache — the hard-delete escalation follows
+	// the pre-lock as soon as its event is durable, and the stores' fences
+	// and the API's re-resolution stand in for the caches' expiry;
+	// ConvergenceTTL waits for every routing cache to expire, the paper's
+	// wait (pre-lock not-before + ConvergenceBuffer, at least the
+	// replication bound).
+	Convergence string
 	// ConvergenceBuffer is the safety buffer added to the pre-lock's
-	// not-before (paper 001 §4.1.1: ≈10 min).
+	// not-before (paper 001 §4.1.1: ≈10 min); ConvergenceTTL only.
 	ConvergenceBuffer time.Duration
 	// ReplicationBound is the routing store's replication-lag bound; the
 	// convergence wait is never shorter than it (paper 001 Table 5: 5 min).
@@ -116,6 +128,9 @@ func (c *Config) EnsureDefaults() {
 			*p = d
 		}
 	}
+	if c.Convergence == "" {
+		c.Convergence = ConvergenceFence
+	}
 	def(&c.ConvergenceBuffer, DefaultConvergenceBuffer)
 	def(&c.ReplicationBound, DefaultReplicationBound)
 	def(&c.RenewMargin, DefaultRenewMargin)
@@ -160,6 +175,9 @@ func (c *Config) EnsureDefaults() {
 func (c *Config) Validate() error {
 	if c.Locker == nil || c.Directory == nil {
 		return fmt.Errorf("%w: Locker and Directory are required", ErrInvalid)
+	}
+	if c.Convergence != ConvergenceFence && c.Convergence != ConvergenceTTL {
+		return fmt.Errorf("%w: convergence %q: want %q or %q", ErrInvalid, c.Convergence, ConvergenceFence, ConvergenceTTL)
 	}
 	if lease := c.Locker.Config().SecondaryLease; c.CleanupWindow > lease {
 		// The old location is cleaned up while its post-swap fence (the

@@ -31,6 +31,18 @@ func (w *Worker) preLock(ctx context.Context, st *events.State, res kvrouting.Re
 		if floor := now.Add(w.cfg.ReplicationBound); until.Before(floor) {
 			until = floor // never less than the replication bound
 		}
+		if w.cfg.Convergence == ConvergenceFence {
+			// Fence-driven convergence (issue 15 #1; a departure from
+			// paper 001 §4.1.1): no cache is waited for. A cache still
+			// serving the document from before the pre-lock decides
+			// "allow" at the source; the source's hard-delete fence turns
+			// its deletes into tombstones before the copy starts, its
+			// write fence refuses its writes from Phase 3 on, its post-swap
+			// fence after the swap, and the API re-resolves on those
+			// refusals; reads are held to the fences' ReadRev. The lock's
+			// not-before (plus the skew) is the only wait left.
+			until = g.NotBefore
+		}
 		pl := events.PreLocked{Source: g.Doc.Primary.Region, NotBefore: g.NotBefore, Expiry: g.Expiry, WaitUntil: until, Previous: g.Doc.LastMigrationID}
 		if ls := g.Doc.LastSwap; ls != nil {
 			pl.LastSwap, pl.LastSwapToken = ls.MigrationID, string(ls.Token)

@@ -61,6 +61,12 @@ type Options struct {
 	// NoSlowFsync keeps the stores' fsyncs as the disk does them. By
 	// default about one in twenty takes 5–50 ms longer (slowfs.go).
 	NoSlowFsync bool
+	// Convergence is Phase 1's wait: "fence" (default) or "ttl"
+	// (orchestrator.Config.Convergence).
+	Convergence string
+	// ResolverTTL, if set, is the TTL of the services' routing caches (one
+	// tier; the stale API keeps its own); zero keeps the system's default.
+	ResolverTTL time.Duration
 }
 
 // EnsureDefaults fills the zero fields with the defaults.
@@ -81,8 +87,9 @@ func (o *Options) EnsureDefaults() {
 
 // Validate checks filled options. Errors: ErrOptions.
 func (o Options) Validate() error {
-	if o.Workers < 2 || o.Clients < 1 || o.Duration <= 0 || o.Think < 2*time.Millisecond {
-		return fmt.Errorf("%w: workers must be >= 2, clients >= 1, duration > 0, think >= 2ms", ErrOptions)
+	if o.Workers < 2 || o.Clients < 1 || o.Duration <= 0 || o.Think < 2*time.Millisecond || o.ResolverTTL < 0 ||
+		(o.Convergence != "" && o.Convergence != "fence" && o.Convergence != "ttl") {
+		return fmt.Errorf("%w: workers must be >= 2, clients >= 1, duration > 0, think >= 2ms, resolver TTL >= 0, convergence fence or ttl", ErrOptions)
 	}
 	return nil
 }
@@ -267,6 +274,10 @@ func (r *run) start(ctx context.Context, dataDir string) error {
 	cfg.Orchestrator.AckWait = ackWait // ≥ the step timeout (orchestrator.Config.Validate)
 	cfg.Orchestrator.RescheduleBackoff = 500 * time.Millisecond
 	cfg.Orchestrator.StepTimeout = ackWait
+	cfg.Orchestrator.Convergence = r.o.Convergence
+	if r.o.ResolverTTL > 0 {
+		cfg.Tiers = []time.Duration{r.o.ResolverTTL}
+	}
 	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	if !r.o.NoSlowFsync {

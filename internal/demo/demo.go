@@ -17,6 +17,7 @@ import (
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/check"
 	"github.com/cutover/cutover/internal/system"
+	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/internal/workload"
 	"github.com/cutover/cutover/services/client"
 )
@@ -29,6 +30,12 @@ type Options struct {
 	Concurrency   int
 	Seed          uint64
 	BigSize       int
+	// Convergence is Phase 1's wait: "fence" (default) or "ttl"
+	// (orchestrator.Config.Convergence).
+	Convergence string
+	// ResolverTTL, if set, is the TTL of the services' routing caches (one
+	// tier); zero keeps the system's default tiers.
+	ResolverTTL time.Duration
 }
 
 // Run runs the demo, printing progress to stdout (milestones) and stderr
@@ -39,6 +46,10 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	cfg := system.Config{Cluster: o.Cluster, Workers: 2}
 	cfg.Orchestrator.CleanupWindow = 10 * time.Minute // keep the source for the dual-authority check
+	cfg.Orchestrator.Convergence = o.Convergence
+	if o.ResolverTTL > 0 {
+		cfg.Tiers = []time.Duration{o.ResolverTTL}
+	}
 	sys, err := system.Start(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -49,6 +60,13 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 
 	rep := &Report{}
 	rep.Setup.Conversations, rep.Setup.Cluster, rep.Setup.Source, rep.Setup.Target = o.Conversations, o.Cluster, source, target
+	rep.Setup.Convergence = sys.Config.Orchestrator.Convergence
+	if rep.Setup.Convergence == "" {
+		rep.Setup.Convergence = orchestrator.ConvergenceFence
+	}
+	for _, ttl := range sys.Config.Tiers {
+		rep.Setup.ResolverTTLMs = max(rep.Setup.ResolverTTLMs, float64(ttl.Milliseconds()))
+	}
 	rep.Setup.Durability = "JetStream sync_interval always; Pebble fsync per commit"
 	if o.Cluster > 1 {
 		rep.Setup.Durability = "JetStream R3, sync_interval always; Pebble fsync per commit"

@@ -17,6 +17,10 @@ type Report struct {
 		Source        string  `json:"source"`
 		Target        string  `json:"target"`
 		DurationS     float64 `json:"duration_s"`
+		// Convergence is Phase 1's wait (fence or ttl) and ResolverTTLMs
+		// the services' routing-cache TTL.
+		Convergence   string  `json:"convergence"`
+		ResolverTTLMs float64 `json:"resolver_ttl_ms"`
 	} `json:"setup"`
 	Migrations struct {
 		Total        int `json:"total"`

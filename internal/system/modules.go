@@ -247,8 +247,13 @@ func NewResolvers(cfg *Config, st *kvrouting.Store, js jetstream.JetStream, ttls
 
 func provideLocker(cfg *Config, st *kvrouting.Store, rs Resolvers) (*kvrouting.Locker, error) {
 	lc := cfg.Locks
-	for _, r := range rs {
-		lc.ConvergenceDelay = max(lc.ConvergenceDelay, r.ConvergenceDelay())
+	if cfg.Orchestrator.Convergence == orchestrator.ConvergenceTTL {
+		// The paper's wait: the pre-lock's not-before is after every
+		// cache's TTL. Fence-driven convergence (the default) waits for
+		// none (orchestrator.Config.Convergence).
+		for _, r := range rs {
+			lc.ConvergenceDelay = max(lc.ConvergenceDelay, r.ConvergenceDelay())
+		}
 	}
 	if lc.ClockSkew == 0 {
 		lc.ClockSkew = cfg.ClockSkew

@@ -209,9 +209,17 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			case d.LType != lockNone && own < int(d.LExp)+m: // a taker allows for the margin
 				giveUp("locked")
 			default:
+				// The pre-lock's not-before is the convergence wait:
+				// every tier's TTL (paper 001 §4.1.1), or none at all
+				// with fence-driven convergence (issue 15 #1), where the
+				// stores' fences stand in for the caches' expiry.
+				wait := cfg.TTL
+				if cfg.FenceConvergence {
+					wait = 0
+				}
 				nd := d
-				nd.LType, nd.LTok, nd.LNB = lockPre, tok, now+cfg.TTL
-				nd.LExp = now + cfg.TTL + cfg.PreLease
+				nd.LType, nd.LTok, nd.LNB = lockPre, tok, now+wait
+				nd.LExp = now + wait + cfg.PreLease
 				nd.PreExp, nd.SecTok = nd.LExp, tok
 				cas("pre-lock", s, nd, orch{Phase: phPre, Tok: tok, Exp: nd.LExp, NB: nd.LNB, Crashes: o.Crashes}, d.LTok)
 			}

@@ -85,6 +85,10 @@ type Config struct {
 	Data bool
 	// MaxDeletes bounds the client's deletes (Data; default 1).
 	MaxDeletes uint8
+	// FenceConvergence drops the convergence wait: the hard-delete lock
+	// may follow the pre-lock at once, while cache tiers still serve
+	// copies fetched before it for up to their TTL (issue 15 #1).
+	FenceConvergence bool
 	// Renewals lets a hard-delete holder renew its lock (up to the parent
 	// pre-lock lease).
 	Renewals bool
@@ -121,6 +125,16 @@ func DataConfig() Config {
 func SkewConfig() Config {
 	return Config{Skew: true, Renewals: true, MaxCrashes: 1, MaxClock: 6, MaxWrites: 1, TTL: 1,
 		PreLease: 4, HardDeleteLease: 3, WriteLease: 3}
+}
+
+// FenceConfig is the fence-convergence scope (issue 15 #1): SkewConfig's
+// client write through the cache tiers, with no convergence wait while
+// the tiers keep copies for two ticks — as long as the write lease — so a
+// copy fetched before the pre-lock is still served under the write lock.
+func FenceConfig() Config {
+	c := SkewConfig()
+	c.FenceConvergence, c.TTL = true, 2
+	return c
 }
 
 func (c *Config) ensureDefaults() {

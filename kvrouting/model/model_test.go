@@ -35,6 +35,7 @@ func TestExploreFindsBrokenVariants(t *testing.T) {
 		{UnguardedCleanup, "cleanup", DataConfig},
 		{LostSwapEvent, "lost swap", DataConfig},
 		{NoSkewMargin, "mutual exclusion", SkewConfig},
+		{NoFence, "write fence", func() Config { c := FenceConfig(); c.TTL = 1; return c }},
 	} {
 		t.Run(tc.v.String(), func(t *testing.T) {
 			cfg := tc.cfg()
@@ -58,10 +59,12 @@ func TestExploreFindsBrokenVariants(t *testing.T) {
 
 // TestExploreDataAndSkew: the data scope (imports gated by the grant, late
 // imports, physical deletes, rollback cleanups, lost swap replies, renewals,
-// a clock lagging within the margin) and the skew scope (a client write
-// through the cache tiers with a lagging clock) keep every invariant.
+// a clock lagging within the margin), the skew scope (a client write
+// through the cache tiers with a lagging clock) and the fence-convergence
+// scope (no convergence wait, cache copies older than the pre-lock served
+// under the write lock) keep every invariant.
 func TestExploreDataAndSkew(t *testing.T) {
-	for name, cfg := range map[string]Config{"data": DataConfig(), "skew": SkewConfig()} {
+	for name, cfg := range map[string]Config{"data": DataConfig(), "skew": SkewConfig(), "fence convergence": FenceConfig()} {
 		t.Run(name, func(t *testing.T) {
 			res := Explore(cfg)
 			for _, v := range res.Violations {

@@ -1,0 +1,61 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/events"
+)
+
+// TestConvergenceModes: with fence-driven convergence (the default) Phase 1
+// waits for no cache — the escalation may follow as soon as the pre-lock's
+// not-before (now + the lock's convergence delay, which the system sets to
+// 0 in this mode) is past; with "ttl" it waits the not-before plus the
+// buffer, at least the replication bound (paper 001 §4.1.1). Both migrate;
+// anything else is refused.
+func TestConvergenceModes(t *testing.T) {
+	for _, mode := range []string{"", ConvergenceFence, ConvergenceTTL} {
+		t.Run("mode="+mode, func(t *testing.T) {
+			e := mustEnv(t)
+			e.seed("conv/c1", 5)
+			cfg := e.config()
+			cfg.Convergence = mode
+			e.startWorker(cfg)
+			id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/c1", Target: "eu"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusCompleted {
+				t.Fatalf("status %s (%s)", st.Status, st.Reason)
+			}
+			var pl *events.PreLocked
+			for _, ev := range e.history(id) {
+				if b, ok := ev.Body.(events.PreLocked); ok {
+					pl = &b
+				}
+			}
+			if pl == nil {
+				t.Fatal("no PreLocked event")
+			}
+			wait := pl.WaitUntil.Sub(pl.NotBefore)
+			switch mode {
+			case ConvergenceTTL:
+				if wait < cfg.ConvergenceBuffer {
+					t.Fatalf("ttl: waits until %s after the not-before, want >= the buffer %s", wait, cfg.ConvergenceBuffer)
+				}
+			default:
+				if wait != 0 {
+					t.Fatalf("fence: waits %s past the not-before, want 0", wait)
+				}
+			}
+		})
+	}
+	e := mustEnv(t)
+	cfg := e.config()
+	cfg.Convergence = "sometimes"
+	if _, err := NewWorker(e.nc, e.js, cfg); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("convergence %q: %v, want ErrInvalid", cfg.Convergence, err)
+	}
+}
