@@ -12,6 +12,7 @@ import (
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/nats/natstest"
+	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/client"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
@@ -28,8 +29,11 @@ func TestFenceClearCommand(t *testing.T) {
 		t.Skip("end to end")
 	}
 	t.Parallel()
-	// A long convergence wait keeps a migration in flight at its pre-lock.
-	s := startCLISystem(t, func(c *system.Config) { c.Orchestrator.ConvergenceBuffer = 5 * time.Minute })
+	// The paper's long convergence wait keeps a migration in flight at its
+	// pre-lock (fence-driven convergence, the default, would not wait).
+	s := startCLISystem(t, func(c *system.Config) {
+		c.Orchestrator.Convergence, c.Orchestrator.ConvergenceBuffer = orchestrator.ConvergenceTTL, 5*time.Minute
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	alice := mustClient(t, s.api, "alice")

@@ -383,7 +383,9 @@ func TestForceReleaseCommand(t *testing.T) {
 		t.Skip("end to end")
 	}
 	t.Parallel()
-	s := startCLISystem(t, func(c *system.Config) { c.Orchestrator.ConvergenceBuffer = 5 * time.Minute })
+	s := startCLISystem(t, func(c *system.Config) {
+		c.Orchestrator.Convergence, c.Orchestrator.ConvergenceBuffer = orchestrator.ConvergenceTTL, 5*time.Minute
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	alice := mustClient(t, s.api, "alice")

@@ -686,12 +686,20 @@ func primaryAt(hs []Revision, t time.Time) string {
 
 // lockSpan is one write lock in force: from the revision that set it (a
 // token's write lock where the revision before held none of it in force)
-// to the revision that removed it or its last expiry plus the skew,
-// whichever came first. Renewals extend it.
+// to the revision that removed it (plus visibilityLag) or its last expiry
+// plus the skew, whichever came first. Renewals extend it.
 type lockSpan struct {
 	tok        kvrouting.Token
 	start, end time.Time
 }
+
+// visibilityLag is how long after a revision's time a reader may still get
+// the revision before it: the time is the stream leader's stamp when it
+// stores the update, and a read returns it only once the update is
+// committed (in an R3 cluster, after a quorum's synced writes). A lock is
+// therefore counted in force until its removal's time plus this lag (chaos
+// found a write refused under a write lock 36 ms after the swap's stamp).
+const visibilityLag = 250 * time.Millisecond
 
 // writeLockSpans returns the write locks in force in hs, in order.
 func writeLockSpans(hs []Revision, skew time.Duration) []lockSpan {
@@ -704,7 +712,7 @@ func writeLockSpans(hs []Revision, skew time.Duration) []lockSpan {
 		}
 		l := h.Doc.Primary.Lock
 		if cur != nil && (l.Type != kvrouting.LockWrite || l.Token != cur.tok || h.Created.After(exp)) {
-			cur.end = h.Created
+			cur.end = h.Created.Add(visibilityLag)
 			if e := exp.Add(skew); e.Before(cur.end) {
 				cur.end = e
 			}
