@@ -126,10 +126,13 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 	// `cutover chaos`: an acknowledged write lost).
 	ev := events.Swapped{Validation: v}
 	// A replayed swap (its CAS reply lost) may find that a later migration
-	// has pre-locked the old location since: that location is its target
-	// now, and ours to fence no more (issue 14 #2).
-	if !holdsOldLocation(d, st) {
-		w.log.Info("post-swap fence skipped: the old location has moved on", "migration", st.ID)
+	// has moved the resource back to the old location since: it is the
+	// primary again, and ours to fence no more (issue 14 #2). A later
+	// migration that has only pre-locked it as its target leaves it fenced
+	// (backAtSource): its swap clears our fence, and our fence yields to
+	// routing after that swap meanwhile (Fence.SwapRev).
+	if backAtSource(d, st) {
+		w.log.Info("post-swap fence skipped: the resource is back at the old location", "migration", st.ID)
 	} else if err := w.fencePostSwap(ctx, st, d); err != nil {
 		w.log.Warn("post-swap fence deferred to its own step", "migration", st.ID, "err", err)
 		return outcome{body: ev}
@@ -156,7 +159,7 @@ func (w *Worker) fencePostSwap(ctx context.Context, st *events.State, d *kvrouti
 	var rev uint64
 	if d != nil {
 		rev = d.Revision
-		if d.Secondary != nil && !d.Secondary.Lock.Expiry.IsZero() {
+		if holdsOldLocation(d, st) && !d.Secondary.Lock.Expiry.IsZero() {
 			expiry = d.Secondary.Lock.Expiry
 		}
 	}
@@ -180,7 +183,7 @@ func (w *Worker) scheduleCleanup(ctx context.Context, st *events.State) outcome 
 	if err != nil && !errors.Is(err, kvrouting.ErrNotFound) {
 		return w.transient(st, err)
 	}
-	if err == nil && holdsOldLocation(d, st) {
+	if err == nil && !backAtSource(d, st) {
 		if err := w.fencePostSwap(ctx, st, d); err != nil {
 			return w.transient(st, err)
 		}

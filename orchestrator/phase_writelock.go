@@ -47,8 +47,20 @@ func (w *Worker) fenceWrite(ctx context.Context, st *events.State, res kvrouting
 	if o, bad := w.verify(ctx, st, res); bad {
 		return o
 	}
+	// The fence's ReadRev must be set before the swap can happen (it is
+	// what refuses a stale cache's reads at the source from then on): from
+	// this worker's cached document, or a leader read when another worker
+	// took the lock (chaos found a stale read after a swap whose write fence
+	// a second worker had set without it).
+	d := w.cached(st)
+	if d == nil || d.Primary.Lock.Type != kvrouting.LockWrite || string(d.Primary.Lock.Token) != st.Token {
+		var err error
+		if d, err = w.cfg.Locker.Get(ctx, res); err != nil {
+			return w.transient(st, err)
+		}
+	}
 	var readRev uint64
-	if d := w.cached(st); d != nil && d.Primary.Lock.Type == kvrouting.LockWrite {
+	if d.Primary.Lock.Type == kvrouting.LockWrite && string(d.Primary.Lock.Token) == st.Token {
 		readRev = d.Revision
 	}
 	names, err := w.fenceAt(ctx, st, contract.FenceWrite, st.LockExpiry, 0, readRev)

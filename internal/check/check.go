@@ -748,7 +748,10 @@ func userFences(inv *Invariants, conv string, rs []workload.Refusal, hs []Revisi
 	type met struct{ firstEnd, lastStart time.Time }
 	byLock := map[int]*met{}
 	for _, r := range rs {
-		if r.API != 0 {
+		// Only refusals of a write lock or of its fence hold writes;
+		// "moved" and its kin redirect (the server re-resolves; a client
+		// meets them only when that failed, under a leader kill).
+		if r.API != 0 || !(strings.Contains(r.Why, `"lock":"write lock"`) || strings.Contains(r.Why, `"lock":"fence write"`)) {
 			continue
 		}
 		i := slices.IndexFunc(spans, func(s lockSpan) bool { return !s.start.After(r.End) && !s.end.Before(r.Start) })

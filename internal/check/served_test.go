@@ -67,7 +67,7 @@ func TestUserFences(t *testing.T) {
 	}
 	rev := func(s float64, d *kvrouting.Document) Revision { return Revision{Created: at(s), Doc: d} }
 	ref := func(from, to float64) workload.Refusal {
-		return workload.Refusal{Interval: workload.Interval{Start: at(from), End: at(to)}}
+		return workload.Refusal{Interval: workload.Interval{Start: at(from), End: at(to), Why: `{"error":{"code":"locked","lock":"write lock"}}`}}
 	}
 	// A write lock 10 → 12 (expiry 13), released; another 20 → expired at 23
 	// and taken again by the same token at 25 (a new span), released at 26.
@@ -91,6 +91,15 @@ func TestUserFences(t *testing.T) {
 	userFences(&inv, "c", []workload.Refusal{ref(12.5, 12.6), ref(40, 40.1)}, hs, skew)
 	if inv.RefusalsWithoutLock != 2 {
 		t.Fatalf("refusals without a lock: %+v", inv)
+	}
+	// A redirect ("moved": the resource has left that region) is not a
+	// fence.
+	inv = Invariants{}
+	moved := ref(40, 40.1)
+	moved.Why = `{"error":{"code":"locked","lock":"moved"}}`
+	userFences(&inv, "c", []workload.Refusal{moved}, hs, skew)
+	if inv.RefusalsWithoutLock != 0 {
+		t.Fatalf("a moved refusal counted: %+v", inv)
 	}
 	// Stale-API refusals are not held to the locks.
 	inv = Invariants{}
