@@ -16,8 +16,8 @@ const (
 	DefaultConvergenceBuffer = 10 * time.Minute
 	// ConvergenceFence and ConvergenceTTL are the values of
 	// Config.Convergence.
-	ConvergenceFence = "fence"
-	ConvergenceTTL   = "ttl"
+	ConvergenceFence         = "fence"
+	ConvergenceTTL           = "ttl"
 	DefaultReplicationBound  = 5 * time.Minute
 	DefaultRenewMargin       = time.Hour
 	DefaultValidationBudget  = 5 * time.Second

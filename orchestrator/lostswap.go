@@ -69,4 +69,3 @@ func holdsOldLocation(d *kvrouting.Document, st *events.State) bool {
 func backAtSource(d *kvrouting.Document, st *events.State) bool {
 	return d != nil && d.Primary.Region == st.Source
 }
-

@@ -17,8 +17,8 @@ import (
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/check"
 	"github.com/cutover/cutover/internal/system"
-	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/internal/workload"
+	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/client"
 )
 
