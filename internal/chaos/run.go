@@ -61,7 +61,7 @@ type Options struct {
 	// NoSlowFsync keeps the stores' fsyncs as the disk does them. By
 	// default about one in twenty takes 5–50 ms longer (slowfs.go).
 	NoSlowFsync bool
-	// Convergence is Phase 1's wait: "fence" (default) or "ttl"
+	// Convergence is Phase 1's wait: "ttl" (default) or "fence"
 	// (orchestrator.Config.Convergence).
 	Convergence string
 	// ResolverTTL, if set, is the TTL of the services' routing caches (one

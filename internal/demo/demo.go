@@ -30,7 +30,7 @@ type Options struct {
 	Concurrency   int
 	Seed          uint64
 	BigSize       int
-	// Convergence is Phase 1's wait: "fence" (default) or "ttl"
+	// Convergence is Phase 1's wait: "ttl" (default) or "fence"
 	// (orchestrator.Config.Convergence).
 	Convergence string
 	// ResolverTTL, if set, is the TTL of the services' routing caches (one
@@ -62,7 +62,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	rep.Setup.Conversations, rep.Setup.Cluster, rep.Setup.Source, rep.Setup.Target = o.Conversations, o.Cluster, source, target
 	rep.Setup.Convergence = sys.Config.Orchestrator.Convergence
 	if rep.Setup.Convergence == "" {
-		rep.Setup.Convergence = orchestrator.ConvergenceFence
+		rep.Setup.Convergence = orchestrator.ConvergenceTTL
 	}
 	for _, ttl := range sys.Config.Tiers {
 		rep.Setup.ResolverTTLMs = max(rep.Setup.ResolverTTLMs, float64(ttl.Milliseconds()))
