@@ -56,16 +56,3 @@ func (w *Worker) ownSwap(ctx context.Context, st *events.State, doc *kvrouting.D
 func holdsOldLocation(d *kvrouting.Document, st *events.State) bool {
 	return d != nil && d.Secondary != nil && d.Secondary.Region == st.Source && d.Secondary.Lock.Token == kvrouting.Token(st.Token)
 }
-
-// backAtSource reports whether d names st's source the primary again: a
-// later migration has moved the resource back there, so st's post-swap
-// fence has no place there any more. Anything else after st's swap — the
-// old location still st's locked secondary, or the next migration's target
-// (pre-locked, not yet swapped) — keeps the old location fenced: until that
-// migration swaps, a router whose routing predates st's swap may still
-// send writes and reads there (chaos with fence-driven convergence and
-// 10-minute caches: a write accepted and lost, a stale read, where the
-// fence had been skipped because the next migration had pre-locked).
-func backAtSource(d *kvrouting.Document, st *events.State) bool {
-	return d != nil && d.Primary.Region == st.Source
-}
