@@ -43,13 +43,14 @@ type Config struct {
 	Locker *kvrouting.Locker
 	// Directory finds the service endpoints of a region.
 	Directory Directory
-	// Convergence selects Phase 1's wait (issue 15 #1): ConvergenceTTL
-	// (the default, for now) waits for every routing cache to expire, the
-	// paper's wait (pre-lock not-before + ConvergenceBuffer, at least the
-	// replication bound); ConvergenceFence waits for no cache — the
-	// hard-delete escalation follows the pre-lock as soon as its event is
-	// durable, and the stores' fences and the API's re-resolution stand in
-	// for the caches' expiry.
+	// Convergence selects Phase 1's wait (issue 15 #1): ConvergenceFence
+	// (the default) waits for no cache — the hard-delete escalation
+	// follows the pre-lock as soon as its event is durable, and the
+	// stores' fences, their routing watermark and the API's re-resolution
+	// stand in for the caches' expiry; ConvergenceTTL waits for every
+	// routing cache to expire, the paper's wait (pre-lock not-before +
+	// ConvergenceBuffer, at least the replication bound), for services
+	// whose store cannot hold a fence.
 	Convergence string
 	// ConvergenceBuffer is the safety buffer added to the pre-lock's
 	// not-before (paper 001 §4.1.1: ≈10 min); ConvergenceTTL only.
@@ -129,9 +130,7 @@ func (c *Config) EnsureDefaults() {
 		}
 	}
 	if c.Convergence == "" {
-		// Not yet fence: chaos with 10-minute caches still finds a stale
-		// read in fence mode (docs/chaos.md, issue 15).
-		c.Convergence = ConvergenceTTL
+		c.Convergence = ConvergenceFence
 	}
 	def(&c.ConvergenceBuffer, DefaultConvergenceBuffer)
 	def(&c.ReplicationBound, DefaultReplicationBound)

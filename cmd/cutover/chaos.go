@@ -28,7 +28,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&o.Verbose, "v", false, "log every nemesis action to stderr")
 	fs.BoolVar(&o.NoSlowFsync, "no-slow-fsync", false, "keep the stores' fsyncs as the disk does them (by default about one in twenty takes 5-50 ms longer)")
 	fs.BoolVar(&o.NoClockSkew, "no-clock-skew", false, "give every worker the true clock (by default each runs off by a seeded offset within ± half the skew margin)")
-	fs.StringVar(&o.Convergence, "convergence", "ttl", "Phase 1's wait: fence (no cache waited for) or ttl (every routing cache expires first)")
+	fs.StringVar(&o.Convergence, "convergence", "fence", "Phase 1's wait: fence (no cache waited for) or ttl (every routing cache expires first)")
 	fs.DurationVar(&o.ResolverTTL, "resolver-ttl", 0, "TTL of the services' routing caches (0: the default tiers; the stale API keeps its 8 s)")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -26,7 +26,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	fs.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file")
 	fs.IntVar(&o.BigSize, "big", 4000, "messages in a large (channel) conversation")
-	fs.StringVar(&o.Convergence, "convergence", "ttl", "Phase 1's wait: fence (no cache waited for; the stores' fences stand in) or ttl (every routing cache expires first, the paper's wait)")
+	fs.StringVar(&o.Convergence, "convergence", "fence", "Phase 1's wait: fence (no cache waited for; the stores' fences stand in) or ttl (every routing cache expires first, the paper's wait)")
 	fs.DurationVar(&o.ResolverTTL, "resolver-ttl", 0, "TTL of the services' routing caches (0: the default tiers, 250ms and 500ms)")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -260,11 +260,15 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	workers := fs.Int("workers", 2, "workers in this process")
 	apiURL := fs.String("api", "", "base URL of the user-facing API to validate through (empty = the contract)")
 	secret := fs.String("service-secret", "dev-secret", "secret of the validator's service identity at the API")
+	convergence := fs.String("convergence", orchestrator.ConvergenceFence, "Phase 1's wait: fence (no cache waited for; the stores' fences stand in) or ttl (every routing cache expires first, the paper's wait)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if *convergence != orchestrator.ConvergenceFence && *convergence != orchestrator.ConvergenceTTL {
+		return fmt.Errorf("%w: --convergence %q: want fence or ttl", errUsage, *convergence)
 	}
 	if *workers < 1 {
 		return fmt.Errorf("%w: --workers must be >= 1", errUsage)
@@ -290,6 +294,7 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	// locker's convergence delay (max cache TTL + replication bound, the
 	// same settings in every role) and provisions no read replica.
 	cfg := &system.Config{Regions: []string{"us-east"}, Workers: *workers, ServiceSecret: *secret, Logger: log}
+	cfg.Orchestrator.Convergence = *convergence
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
 	}
@@ -310,7 +315,11 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 		fmt.Fprintf(stdout, "  NATS        %s\n", ep.URL)
 		fmt.Fprintf(stdout, "  consumers   %s on %s, %s on %s\n", orchestrator.CommandConsumer, events.CommandStream, orchestrator.WorkConsumer, events.WorkStream)
 		fmt.Fprintf(stdout, "  validation  %s\n", validation)
-		fmt.Fprintf(stdout, "  convergence %s + buffer %s\n", lk.Config().ConvergenceDelay, cfg.Orchestrator.ConvergenceBuffer)
+		if cfg.Orchestrator.Convergence == orchestrator.ConvergenceTTL {
+			fmt.Fprintf(stdout, "  convergence ttl: %s + buffer %s\n", lk.Config().ConvergenceDelay, cfg.Orchestrator.ConvergenceBuffer)
+		} else {
+			fmt.Fprintln(stdout, "  convergence fence: no cache wait (store fences and re-resolution)")
+		}
 		fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	})
 }

@@ -30,7 +30,7 @@ type Options struct {
 	Concurrency   int
 	Seed          uint64
 	BigSize       int
-	// Convergence is Phase 1's wait: "ttl" (default) or "fence"
+	// Convergence is Phase 1's wait: "fence" (default) or "ttl"
 	// (orchestrator.Config.Convergence).
 	Convergence string
 	// ResolverTTL, if set, is the TTL of the services' routing caches (one

@@ -46,6 +46,19 @@ type storedFence struct {
 	// is a late delivery from a migration attempt that has already been
 	// rolled back or superseded, and is refused.
 	Retired []string `msgpack:"r,omitempty"`
+	// MinRev is the resource's routing watermark here: the highest ReadRev
+	// of any fence ever set at this store for it. It outlives the fence
+	// (expiry and clearing keep it; it only grows), and every operation
+	// routed by an older revision is refused as moved (checkRouted).
+	MinRev uint64 `msgpack:"mr,omitempty"`
+}
+
+// fenceRecord is what the store keeps per resource besides its records:
+// the fence, the retired tokens and the routing watermark.
+type fenceRecord struct {
+	Fence
+	Retired []string
+	MinRev  uint64
 }
 
 // maxRetired bounds the retired tokens kept per resource. A token is
@@ -55,36 +68,39 @@ type storedFence struct {
 const maxRetired = 16
 
 func (s *Store) getFence(r reader, res string) (Fence, error) {
-	f, _, err := s.getFenceRetired(r, res)
-	return f, err
+	fr, err := s.getFenceRecord(r, res)
+	return fr.Fence, err
 }
 
-// getFenceRetired returns the fence and the retired tokens of res.
-func (s *Store) getFenceRetired(r reader, res string) (Fence, []string, error) {
+// getFenceRecord returns the fence, the retired tokens and the routing
+// watermark of res.
+func (s *Store) getFenceRecord(r reader, res string) (fenceRecord, error) {
 	var sf storedFence
 	err := s.getValue(r, fenceKey(res), &sf)
 	if errors.Is(err, ErrNotFound) {
-		return Fence{}, nil, nil
+		return fenceRecord{}, nil
 	}
 	if err != nil {
-		return Fence{}, nil, err
+		return fenceRecord{}, err
 	}
 	f := Fence{Level: FenceLevel(sf.Level), Token: sf.Token}
 	if f.Level != FenceNone {
 		f.Expiry, f.SetAt, f.SwapRev, f.ReadRev = time.Unix(0, sf.Expiry), time.Unix(0, sf.SetAt), sf.SwapRev, sf.ReadRev
 	}
-	return f, sf.Retired, nil
+	return fenceRecord{Fence: f, Retired: sf.Retired, MinRev: sf.MinRev}, nil
 }
 
-// putFence stores f (FenceNone: no fence) with the retired tokens.
-func (s *Store) putFence(res string, f Fence, retired []string) error {
-	sf := storedFence{Level: uint8(f.Level), Token: f.Token, Retired: retired}
+// putFence stores fr (Level FenceNone: no fence). The watermark is raised
+// to the fence's ReadRev, never lowered.
+func (s *Store) putFence(res string, fr fenceRecord) error {
+	f := fr.Fence
+	sf := storedFence{Level: uint8(f.Level), Token: f.Token, Retired: fr.Retired, MinRev: max(fr.MinRev, f.ReadRev)}
 	if f.Level != FenceNone {
 		sf.Expiry, sf.SetAt, sf.SwapRev, sf.ReadRev = f.Expiry.UnixNano(), f.SetAt.UnixNano(), f.SwapRev, f.ReadRev
 	} else {
 		sf.Token = ""
 	}
-	if sf.Level == uint8(FenceNone) && len(retired) == 0 {
+	if sf.Level == uint8(FenceNone) && len(sf.Retired) == 0 && sf.MinRev == 0 {
 		if err := s.db.Delete(fenceKey(res), s.write); err != nil {
 			return fmt.Errorf("store: clear fence: %w", err)
 		}
@@ -96,6 +112,28 @@ func (s *Store) putFence(res string, f Fence, retired []string) error {
 	}
 	if err := s.db.Set(fenceKey(res), b, s.write); err != nil {
 		return fmt.Errorf("store: set fence: %w", err)
+	}
+	return nil
+}
+
+// checkRouted refuses, with ErrMoved, an operation routed by revision
+// routedRev (0: not routed, never refused) below the resource's watermark
+// fr.MinRev: the routing that sent it here predates a write fence (or a
+// post-swap fence) this store has seen, so the resource has been moving or
+// has moved since, and the router must resolve it again (issue 15 #2, #3).
+//
+// Why a watermark and not only the fences: with fence-driven convergence
+// (issue 15 #1) a cache may hold the unlocked document from before the
+// pre-lock for its whole TTL (minutes). Locked documents are never cached
+// (kvrouting.Document.Cacheable), so every stale routing that can still
+// name this region primary is older than the write lock's revision, which
+// the Phase 3 write fence brings here as its ReadRev. The watermark keeps
+// refusing such routing after the fence has expired or been cleared, or
+// when a replayed swap could not set its post-swap fence because a later
+// migration had already pre-locked this location (docs/verification.md).
+func checkRouted(fr fenceRecord, routedRev uint64) error {
+	if routedRev != 0 && routedRev < fr.MinRev {
+		return ErrMoved
 	}
 	return nil
 }
@@ -163,11 +201,12 @@ func (s *Store) SetFence(resource string, f Fence) error {
 	defer unlock()
 
 	now := s.now()
-	cur, retired, err := s.getFenceRetired(s.db, resource)
+	fr, err := s.getFenceRecord(s.db, resource)
 	if err != nil {
 		return err
 	}
-	if slices.Contains(retired, f.Token) {
+	cur := fr.Fence
+	if slices.Contains(fr.Retired, f.Token) {
 		return fmt.Errorf("%w: the fence of this token was cleared", ErrTokenRetired)
 	}
 	next := Fence{Level: f.Level, Token: f.Token, Expiry: f.Expiry, SetAt: now, SwapRev: f.SwapRev, ReadRev: f.ReadRev}
@@ -188,7 +227,8 @@ func (s *Store) SetFence(resource string, f Fence) error {
 			next.ReadRev = max(next.ReadRev, cur.ReadRev) // never lowered
 		}
 	}
-	return s.putFence(resource, next, retired)
+	fr.Fence = next
+	return s.putFence(resource, fr)
 }
 
 // ClearFence removes the fence of resource (rollback, or a migration moving
@@ -229,15 +269,16 @@ func (s *Store) clearFence(resource, token string) error {
 	unlock := s.lockResource(resource)
 	defer unlock()
 
-	cur, retired, err := s.getFenceRetired(s.db, resource)
+	fr, err := s.getFenceRecord(s.db, resource)
 	if errors.Is(err, ErrCorrupt) && token == "" {
 		// The admin path works on a corrupt fence: it goes, and with it
-		// the retired tokens it held.
-		cur, retired, err = Fence{}, nil, nil
+		// the retired tokens and the watermark it held.
+		fr, err = fenceRecord{}, nil
 	}
 	if err != nil {
 		return err
 	}
+	cur, retired := fr.Fence, fr.Retired
 	retire := token
 	if token == "" {
 		retire = cur.Token
@@ -255,7 +296,7 @@ func (s *Store) clearFence(resource, token string) error {
 		held = fmt.Errorf("%w: %s fence until %s", ErrFenceHeld, cur.Level, cur.Expiry.UTC().Format(time.RFC3339Nano))
 		next = cur
 	}
-	if err := s.putFence(resource, next, retired); err != nil {
+	if err := s.putFence(resource, fenceRecord{Fence: next, Retired: retired, MinRev: fr.MinRev}); err != nil {
 		return err
 	}
 	return held

@@ -410,3 +410,69 @@ func TestPostSwapFenceYieldsToALaterRouting(t *testing.T) {
 	_, err = s.PutRouted(res, rec("m5", "message", "x"), true, 1<<40)
 	assertErrIs(t, "put under a pre-swap write fence", err, ErrFenced)
 }
+
+// The routing watermark (checkRouted): a fence's ReadRev keeps refusing
+// operations routed by an older revision after the fence has expired or been
+// cleared, so a cache holding the unlocked document from before a migration
+// (fence-driven convergence: any age) cannot write or read here after the
+// migration moved the resource away. Operations routed later, or not routed
+// at all (imports, validation: revision 0), pass.
+func TestRoutingWatermarkOutlivesTheFence(t *testing.T) {
+	clock := newFakeClock()
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustPut(t, s, res, rec("m1", "message", "before"), true)
+	wf := fence(FenceWrite, "mig", clock.Now().Add(time.Second))
+	wf.ReadRev = 10
+	MustSetFence(t, s, res, wf)
+	check := func(stage string) {
+		t.Helper()
+		for _, rev := range []uint64{1, 9} {
+			_, err := s.PutRouted(res, rec("m2", "message", "stale router"), true, rev)
+			assertErrIs(t, fmt.Sprintf("%s: put routed by revision %d", stage, rev), err, ErrMoved)
+			_, err = s.DeleteRouted(res, "m1", false, rev)
+			assertErrIs(t, fmt.Sprintf("%s: delete routed by revision %d", stage, rev), err, ErrMoved)
+			_, err = s.GetRouted(res, "m1", rev)
+			assertErrIs(t, fmt.Sprintf("%s: get routed by revision %d", stage, rev), err, ErrMoved)
+			_, err = s.ListRouted(res, "message", 0, "", 10, rev)
+			assertErrIs(t, fmt.Sprintf("%s: list routed by revision %d", stage, rev), err, ErrMoved)
+		}
+		if _, err := s.GetRouted(res, "m1", 0); err != nil {
+			t.Fatalf("%s: an unrouted read: %v", stage, err)
+		}
+	}
+	clock.Advance(2 * time.Second) // the fence has expired
+	check("expired")
+	if err := s.ClearFence(res, "mig"); err != nil {
+		t.Fatal(err)
+	}
+	check("cleared")
+	if err := s.ForceClearFence(res); err != nil {
+		t.Fatal(err)
+	}
+	check("force-cleared")
+	// A later fence with a lower ReadRev does not lower it.
+	low := fence(FenceWrite, "other", clock.Now().Add(time.Second))
+	low.ReadRev = 3
+	MustSetFence(t, s, res, low)
+	clock.Advance(2 * time.Second)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(Options{Dir: dir, Clock: clock.Now}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check("reopened")
+	for _, rev := range []uint64{10, 11} {
+		if _, err := s.PutRouted(res, rec(fmt.Sprintf("n%d", rev), "message", "fresh router"), true, rev); err != nil {
+			t.Fatalf("put routed by revision %d: %v", rev, err)
+		}
+		if _, err := s.GetRouted(res, "m1", rev); err != nil {
+			t.Fatalf("get routed by revision %d: %v", rev, err)
+		}
+	}
+}

@@ -47,10 +47,14 @@ func (s *Store) PutRouted(resource string, rec Record, create bool, routedRev ui
 	defer unlock()
 
 	now := s.now()
-	fence, err := s.getFence(s.db, resource)
+	fr, err := s.getFenceRecord(s.db, resource)
 	if err != nil {
 		return Record{}, err
 	}
+	if err := checkRouted(fr, routedRev); err != nil {
+		return Record{}, err
+	}
+	fence := fr.Fence
 	if fence.Active(now) && fence.Level >= FenceWrite && !fence.Yields(routedRev) {
 		return Record{}, fenceErr(fence, now)
 	}
@@ -149,10 +153,14 @@ func (s *Store) DeleteRouted(resource, id string, forceTombstone bool, routedRev
 	defer unlock()
 
 	now := s.now()
-	fence, err := s.getFence(s.db, resource)
+	fr, err := s.getFenceRecord(s.db, resource)
 	if err != nil {
 		return DeleteResult{}, err
 	}
+	if err := checkRouted(fr, routedRev); err != nil {
+		return DeleteResult{}, err
+	}
+	fence := fr.Fence
 	active := fence.Active(now) && !(fence.Level >= FenceWrite && fence.Yields(routedRev))
 	if active && fence.Level >= FenceWrite {
 		return DeleteResult{}, fenceErr(fence, now)

@@ -85,14 +85,14 @@ func (s *Store) ListRouted(resource, kind string, afterCreated int64, afterID st
 // checkMoved returns ErrMoved if r's fence of res is active and refuses a
 // read decided on routedRev.
 func (s *Store) checkMoved(r reader, res string, routedRev uint64) error {
-	f, err := s.getFence(r, res)
+	fr, err := s.getFenceRecord(r, res)
 	if err != nil {
 		return err
 	}
-	if f.Active(s.now()) && f.RefusesRead(routedRev) {
+	if f := fr.Fence; f.Active(s.now()) && f.RefusesRead(routedRev) {
 		return ErrMoved
 	}
-	return nil
+	return checkRouted(fr, routedRev)
 }
 
 // ListSlice returns up to limit live records of resource with CreatedAt in
