@@ -12,7 +12,7 @@ import (
 // TestConvergenceModes: with fence-driven convergence Phase 1
 // waits for no cache — the escalation may follow as soon as the pre-lock's
 // not-before (now + the lock's convergence delay, which the system sets to
-// 0 in this mode) is past; with "ttl" (the default) it waits the not-before plus the
+// 0 in this mode) is past (the default); with "ttl" it waits the not-before plus the
 // buffer, at least the replication bound (paper 001 §4.1.1). Both migrate;
 // anything else is refused.
 func TestConvergenceModes(t *testing.T) {
@@ -41,11 +41,11 @@ func TestConvergenceModes(t *testing.T) {
 			}
 			wait := pl.WaitUntil.Sub(pl.NotBefore)
 			switch mode {
-			case ConvergenceTTL, "": // ttl is the default
+			case ConvergenceTTL:
 				if wait < cfg.ConvergenceBuffer {
 					t.Fatalf("ttl: waits until %s after the not-before, want >= the buffer %s", wait, cfg.ConvergenceBuffer)
 				}
-			default:
+			default: // fence is the default
 				if wait != 0 {
 					t.Fatalf("fence: waits %s past the not-before, want 0", wait)
 				}

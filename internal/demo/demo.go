@@ -18,7 +18,6 @@ import (
 	"github.com/cutover/cutover/internal/check"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
-	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/client"
 )
 
@@ -61,9 +60,6 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	rep := &Report{}
 	rep.Setup.Conversations, rep.Setup.Cluster, rep.Setup.Source, rep.Setup.Target = o.Conversations, o.Cluster, source, target
 	rep.Setup.Convergence = sys.Config.Orchestrator.Convergence
-	if rep.Setup.Convergence == "" {
-		rep.Setup.Convergence = orchestrator.ConvergenceTTL
-	}
 	for _, ttl := range sys.Config.Tiers {
 		rep.Setup.ResolverTTLMs = max(rep.Setup.ResolverTTLMs, float64(ttl.Milliseconds()))
 	}

@@ -105,6 +105,9 @@ func (c *Config) EnsureDefaults() error {
 		c.Workers = 2
 	}
 	o := &c.Orchestrator
+	if o.Convergence == "" {
+		o.Convergence = orchestrator.ConvergenceFence
+	}
 	if o.ConvergenceBuffer == 0 {
 		o.ConvergenceBuffer = 100 * time.Millisecond
 	}

@@ -248,8 +248,8 @@ func NewResolvers(cfg *Config, st *kvrouting.Store, js jetstream.JetStream, ttls
 func provideLocker(cfg *Config, st *kvrouting.Store, rs Resolvers) (*kvrouting.Locker, error) {
 	lc := cfg.Locks
 	if cfg.Orchestrator.Convergence != orchestrator.ConvergenceFence {
-		// The paper's wait (the default): the pre-lock's not-before is
-		// after every cache's TTL. Fence-driven convergence waits for
+		// The paper's wait: the pre-lock's not-before is after every
+		// cache's TTL. Fence-driven convergence (the default) waits for
 		// none (orchestrator.Config.Convergence).
 		for _, r := range rs {
 			lc.ConvergenceDelay = max(lc.ConvergenceDelay, r.ConvergenceDelay())

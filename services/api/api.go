@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
@@ -88,6 +89,17 @@ type Config struct {
 	AllowRegionPin bool
 	// Logger receives internal errors (default slog.Default()).
 	Logger *slog.Logger
+	// QueueWrites is how long a write refused by a write lock or fence in
+	// force is parked, waiting for the resource's routing to change, before
+	// the 423 goes out (queue.go; 0: no queueing, the 423 at once).
+	QueueWrites time.Duration
+	// QueueMax bounds the writes parked at once (default DefaultQueueMax);
+	// QueuePerResource, those on one resource (default
+	// DefaultQueuePerResource, at most QueueMax). A write that finds the
+	// queue full gets its 423 at once.
+	QueueMax, QueuePerResource int
+	// QueueObserver, if set, sees every parked write's outcome and wait.
+	QueueObserver QueueObserver
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -106,6 +118,14 @@ func (c *Config) EnsureDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.QueueWrites > 0 {
+		if c.QueueMax <= 0 {
+			c.QueueMax = DefaultQueueMax
+		}
+		if c.QueuePerResource <= 0 {
+			c.QueuePerResource = min(DefaultQueuePerResource, c.QueueMax)
+		}
+	}
 }
 
 // Validate reports a missing or inconsistent setting (after
@@ -123,6 +143,8 @@ func (c *Config) Validate() error {
 		return bad("no Locker")
 	case c.Auth == nil:
 		return bad("no Authenticator")
+	case c.QueueWrites < 0:
+		return bad("negative QueueWrites %s", c.QueueWrites)
 	}
 	for name, r := range c.Regions {
 		if r == nil {
@@ -145,6 +167,8 @@ type Server struct {
 	log *slog.Logger
 	// reresolved counts requests re-run after a "moved" refusal.
 	reresolved atomic.Uint64
+	// queue parks writes refused by a lock (nil: QueueWrites is 0).
+	queue *writeQueue
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -156,6 +180,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger}
+	if cfg.QueueWrites > 0 {
+		s.queue = newWriteQueue(cfg.Locker.Store().KV(), cfg.QueueMax, cfg.QueuePerResource)
+	}
 	s.routes()
 	return s, nil
 }
@@ -213,12 +240,24 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 		if rerun && r.Method != http.MethodGet {
 			body, rerun = s.bufferBody(r)
 		}
-		err = h(w, r, who)
-		if rerun && moved(err) && s.refresh(r.Context(), r.PathValue("id")) {
+		run := func() error {
 			if body != nil {
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
-			err = h(w, r, who)
+			return h(w, r, who)
+		}
+		err = h(w, r, who)
+		if rerun && moved(err) && s.refresh(r.Context(), r.PathValue("id")) {
+			err = run()
+		}
+		if rerun && s.queue != nil && r.Method != http.MethodGet && queueable(err) {
+			err = s.park(w, r, func() error {
+				err := run()
+				if moved(err) && s.refresh(r.Context(), r.PathValue("id")) {
+					err = run()
+				}
+				return err
+			}, err)
 		}
 		if err != nil {
 			s.writeError(w, r, err)

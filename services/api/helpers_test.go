@@ -60,6 +60,9 @@ type envOptions struct {
 	tierTTL time.Duration
 	// maxBody overrides the API's body cap.
 	maxBody int64
+	// queueWrites, queueMax and queuePerResource set the write queue.
+	queueWrites                time.Duration
+	queueMax, queuePerResource int
 }
 
 // env is one embedded NATS server with the ROUTING bucket, two chat
@@ -117,12 +120,14 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		Regions: e.regions, Resolver: rv, Locker: lk, DefaultRegion: regionA,
 		Auth:           api.DevAuth{ServiceSecrets: map[string]string{"validator": svcSecret}},
 		AllowRegionPin: true, MaxBodyBytes: opts.maxBody,
+		QueueWrites: opts.queueWrites, QueueMax: opts.queueMax, QueuePerResource: opts.queuePerResource,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatalf("api.New: %v", err)
 	}
 	e.api = s
+	t.Cleanup(s.Close)
 	e.srv = httptest.NewServer(s)
 	t.Cleanup(e.srv.Close)
 	return e
