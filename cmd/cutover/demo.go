@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/cutover/cutover/internal/demo"
+	"github.com/cutover/cutover/internal/system"
 )
 
 func init() {
@@ -16,7 +17,7 @@ func init() {
 
 // runDemo is `cutover demo`, the main job (`make demo`; internal/demo).
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", "demo [--conversations N] [--cluster 1|3] [--clients N] [--json FILE]", stdout)
+	fs := newFlags("demo", "demo [--conversations N] [--cluster 1|3] [--clients N] [--raw-clients N] [--convergence fence|ttl] [--resolver-ttl D] [--queue-writes D] [--json FILE]", stdout)
 	var o demo.Options
 	var jsonFile string
 	fs.IntVar(&o.Conversations, "conversations", 200, "conversations to seed and migrate (54% ~10 messages, 39% ~80, 7% ~4,000)")
@@ -28,8 +29,18 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&o.BigSize, "big", 4000, "messages in a large (channel) conversation")
 	fs.StringVar(&o.Convergence, "convergence", "fence", "Phase 1's wait: fence (no cache waited for; the stores' fences stand in) or ttl (every routing cache expires first, the paper's wait)")
 	fs.DurationVar(&o.ResolverTTL, "resolver-ttl", 0, "TTL of the services' routing caches (0: the default tiers, 250ms and 500ms)")
+	fs.IntVar(&o.RawClients, "raw-clients", 0, "plain HTTP clients that post and never retry (raw.* in the report)")
+	queue := addQueueFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	var qc system.Config
+	if err := queue.apply(&qc); err != nil {
+		return err
+	}
+	o.QueueWrites, o.QueueMax = qc.QueueWrites, qc.QueueMax
+	if o.RawClients < 0 {
+		return fmt.Errorf("%w: --raw-clients must be >= 0", errUsage)
 	}
 	if o.Conversations < 1 || o.Clients < 1 || o.Concurrency < 1 || o.BigSize < 1 || (o.Cluster != 1 && o.Cluster != 3) {
 		return fmt.Errorf("%w: --conversations, --clients, --concurrency, --big must be >= 1 and --cluster 1 or 3", errUsage)

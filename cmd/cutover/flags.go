@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/cutover/cutover/internal/ops"
+	"github.com/cutover/cutover/internal/system"
+	"github.com/cutover/cutover/services/api"
 )
 
 // errHelp is returned when --help was asked for; the usage is already printed.
@@ -86,3 +89,30 @@ func parseRegion(flagName, s string) error { return ops.CheckRegion(flagName, s)
 
 // splitList splits a comma-separated flag value, dropping empty items.
 func splitList(s string) []string { return ops.SplitList(s) }
+
+// queueFlags are the API's write queue flags (gateway, dev, demo; issue
+// 15 #4).
+type queueFlags struct {
+	writes *time.Duration
+	max    *int
+}
+
+func addQueueFlags(fs *flag.FlagSet) queueFlags {
+	return queueFlags{
+		writes: fs.Duration("queue-writes", system.DefaultQueueWrites, "how long the API parks a write that meets a write lock or fence, until the routing changes, before answering 423 (0 = no queueing)"),
+		max:    fs.Int("queue-max", api.DefaultQueueMax, "writes parked at once (each resource gets at most 64 of them)"),
+	}
+}
+
+// apply checks the flags and sets them on c (--queue-writes 0 is
+// system.Config's "no queueing", a negative QueueWrites).
+func (q queueFlags) apply(c *system.Config) error {
+	if *q.writes < 0 || *q.max < 1 {
+		return fmt.Errorf("%w: --queue-writes must be >= 0 and --queue-max >= 1", errUsage)
+	}
+	c.QueueWrites, c.QueueMax = *q.writes, *q.max
+	if *q.writes == 0 {
+		c.QueueWrites = -1
+	}
+	return nil
+}

@@ -378,7 +378,7 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 // ------------------------------------------------------------------ gateway
 
 func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("gateway", "gateway --regions a,b [--http ADDR] [--data DIR] [--nats URL] [--log-level L]\n\nThe user-facing HTTP API. In this codebase the API dispatches to in-process chat.Region objects,\nso a gateway also runs the listed regions' chat services (and serves their migration contract\nover NATS): gateway = services + API in one process. Do not also run `cutover service` for these\nregions. The first region is the routing bucket's write region and where new conversations are\ncreated; the others read their KV mirror (read replica). /metrics is served next to the API,\nto service identities only (Authorization: Bearer svc:validator:<--service-secret>).", stdout)
+	fs := newFlags("gateway", "gateway --regions a,b [--http ADDR] [--data DIR] [--nats URL] [--queue-writes D] [--log-level L]\n\nThe user-facing HTTP API. In this codebase the API dispatches to in-process chat.Region objects,\nso a gateway also runs the listed regions' chat services (and serves their migration contract\nover NATS): gateway = services + API in one process. Do not also run `cutover service` for these\nregions. The first region is the routing bucket's write region and where new conversations are\ncreated; the others read their KV mirror (read replica). /metrics is served next to the API,\nto service identities only (Authorization: Bearer svc:validator:<--service-secret>).", stdout)
 	rf := addRoleFlags(fs)
 	regions := fs.String("regions", "us-east,eu-west", "regions served, comma separated; the first is the write region")
 	addr := fs.String("http", "127.0.0.1:8080", "HTTP listen address of the API")
@@ -386,11 +386,16 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	secret := fs.String("service-secret", "dev-secret", "secret of the validator's service identity")
 	authSecret := fs.String("auth-secret", os.Getenv("CUTOVER_AUTH_SECRET"), "HMAC secret of signed user tokens (`cutover token`); empty = development tokens user:<id> (env CUTOVER_AUTH_SECRET)")
 	sweep := addSweepFlag(fs)
+	queue := addQueueFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	var qc system.Config
+	if err := queue.apply(&qc); err != nil {
+		return err
 	}
 	rs := splitList(*regions)
 	if len(rs) == 0 {
@@ -424,7 +429,8 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	cfg := &system.Config{Regions: rs, DataDir: *data, HTTPAddr: *addr, ServiceSecret: *secret, AuthSecret: *authSecret, Logger: log}
+	cfg := &system.Config{Regions: rs, DataDir: *data, HTTPAddr: *addr, ServiceSecret: *secret, AuthSecret: *authSecret, Logger: log,
+		QueueWrites: qc.QueueWrites, QueueMax: qc.QueueMax}
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
 	}

@@ -234,7 +234,7 @@ func (r *run) serveStaleAPI() (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	h, err := system.NewAPI(cfg, r.sys.Regions, rs, r.sys.Locker)
+	h, err := system.NewAPI(cfg, r.sys.Regions, rs, r.sys.Locker, nil)
 	if err != nil {
 		return "", nil, err
 	}
@@ -251,6 +251,7 @@ func (r *run) serveStaleAPI() (string, func(), error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
+		h.Close()
 	}, nil
 }
 

@@ -35,6 +35,13 @@ type Options struct {
 	// ResolverTTL, if set, is the TTL of the services' routing caches (one
 	// tier); zero keeps the system's default tiers.
 	ResolverTTL time.Duration
+	// RawClients is how many plain HTTP clients post without ever
+	// retrying (a browser, curl): what users without the SDK see.
+	RawClients int
+	// QueueWrites and QueueMax set the API's write queue
+	// (system.Config.QueueWrites: 0 = the default 2 s, negative = off).
+	QueueWrites time.Duration
+	QueueMax    int
 }
 
 // Run runs the demo, printing progress to stdout (milestones) and stderr
@@ -46,6 +53,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	cfg := system.Config{Cluster: o.Cluster, Workers: 2}
 	cfg.Orchestrator.CleanupWindow = 10 * time.Minute // keep the source for the dual-authority check
 	cfg.Orchestrator.Convergence = o.Convergence
+	cfg.QueueWrites, cfg.QueueMax = o.QueueWrites, o.QueueMax
 	if o.ResolverTTL > 0 {
 		cfg.Tiers = []time.Duration{o.ResolverTTL}
 	}
@@ -108,6 +116,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 		return nil, err
 	}
 	defer tr.Stop()
+	raw := workload.StartRaw(ctx, workload.RawConfig{API: sys.APIURL, Users: users, Clients: o.RawClients,
+		Convs: workload.NewConvSet(ids...), Seed: o.Seed, Ledger: led})
+	defer raw.Stop()
 	time.Sleep(500 * time.Millisecond)
 
 	// The tenant move: every conversation to the target region.
@@ -125,6 +136,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	say("tenant move %s finished in %.1f s", tid, wall.Seconds())
 	time.Sleep(500 * time.Millisecond) // traffic after the cutover lands at the target
 	st := tr.Stop()
+	rep.Raw = raw.Stop()
+	rep.Writes.QueuedServerSide = int64(sys.API.QueueStats().Queued)
+	rep.Setup.QueueWritesMs = float64(max(sys.Config.QueueWrites, 0).Milliseconds())
 	w := &rep.Writes
 	w.Attempted, w.Acknowledged, w.Failed, w.Reads = st.Attempted, st.Acknowledged, st.FailedOther, st.Reads
 	w.Rejected423, w.Recovered, w.Unrecovered, w.MaxFenceMs = st.Rejected423, st.Recovered, st.Unrecovered, st.MaxFenceMs()

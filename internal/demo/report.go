@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/cutover/cutover/internal/check"
+	"github.com/cutover/cutover/internal/workload"
 )
 
 // Report is what `cutover demo` prints and writes with --json.
@@ -21,6 +22,9 @@ type Report struct {
 		// the services' routing-cache TTL.
 		Convergence   string  `json:"convergence"`
 		ResolverTTLMs float64 `json:"resolver_ttl_ms"`
+		// QueueWritesMs is how long the API parks a write behind a lock
+		// (0: no queueing).
+		QueueWritesMs float64 `json:"queue_writes_ms"`
 	} `json:"setup"`
 	Migrations struct {
 		Total        int `json:"total"`
@@ -45,7 +49,12 @@ type Report struct {
 		Failed       int64   `json:"failed_other"`
 		MaxFenceMs   float64 `json:"max_client_fence_ms"`
 		Reads        int64   `json:"reads"`
+		// QueuedServerSide counts the writes (SDK and raw) the API parked
+		// behind a write lock or fence instead of answering 423.
+		QueuedServerSide int64 `json:"queued_server_side"`
 	} `json:"writes"`
+	// Raw are the plain HTTP clients' outcomes (--raw-clients).
+	Raw        workload.RawStats `json:"raw"`
 	Validation struct {
 		Runs     int `json:"runs"`
 		Failures int `json:"failures"`
@@ -62,6 +71,9 @@ func (r *Report) Failures() []string {
 	}
 	if r.Writes.Unrecovered != 0 {
 		bad = append(bad, fmt.Sprintf("%d unrecovered 423s", r.Writes.Unrecovered))
+	}
+	if r.Raw.Saw423 != 0 && r.Setup.QueueWritesMs > 0 {
+		bad = append(bad, fmt.Sprintf("%d raw-client writes saw 423 with server-side queueing on", r.Raw.Saw423))
 	}
 	return bad
 }
@@ -86,6 +98,11 @@ func (r *Report) Print(w io.Writer) {
 	wr := r.Writes
 	p("\nlive traffic: %d writes attempted, %d acknowledged, %d reads; 423: %d rejected, %d writes recovered, %d unrecovered; %d other failures; longest client-felt fence %.0f ms",
 		wr.Attempted, wr.Acknowledged, wr.Reads, wr.Rejected423, wr.Recovered, wr.Unrecovered, wr.Failed, wr.MaxFenceMs)
+	p("server-side queueing (%.0f ms): %d writes parked instead of a 423", r.Setup.QueueWritesMs, wr.QueuedServerSide)
+	if rw := r.Raw; rw.WritesAttempted > 0 {
+		p("raw HTTP clients (never retry): %d writes attempted, %d acknowledged (%d after a wait in the queue), %d saw 423, %d other failures",
+			rw.WritesAttempted, rw.Acknowledged, rw.Queued, rw.Saw423, rw.FailedOther)
+	}
 	p("validation: %d runs, %d failures", r.Validation.Runs, r.Validation.Failures)
 	p("\ninvariants (checked from acknowledged client operations, the stores and the routing revisions, not the engine):")
 	r.Invariants.Print(w)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/client"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +35,8 @@ const (
 	MetricValidationFails = "cutover_migration_validation_failures_total"
 	MetricHTTPResponses   = "cutover_http_responses_total"
 	MetricHTTPRejected    = "cutover_http_rejected_423_total"
+	MetricQueuedWrites    = "cutover_api_queued_writes_total"
+	MetricQueueWait       = "cutover_api_queued_wait_seconds"
 	MetricCacheHits       = "cutover_routing_cache_hits_total"
 	MetricCacheMisses     = "cutover_routing_cache_misses_total"
 	MetricReadThroughs    = "cutover_routing_read_throughs_total"
@@ -65,6 +68,8 @@ type Metrics struct {
 	validations *prometheus.CounterVec
 	responses   *prometheus.CounterVec
 	rejected    *prometheus.CounterVec
+	queued      *prometheus.CounterVec
+	queueWait   prometheus.Histogram
 
 	routing *routingCollector
 	clients *clientCollector
@@ -104,8 +109,19 @@ func New() *Metrics {
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricHTTPRejected, Help: "Requests the API refused with 423 Locked, by what refused them. Whether the client recovered is only known client-side (" + MetricClientRecovered + ").",
 		}, []string{"lock"}),
+		queued: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricQueuedWrites, Help: "Writes the API parked behind a write lock or fence (issue 15 #4), by outcome: applied (run again after the wait), timeout (the 423 went out after --queue-writes), overflow (the queue was full; the 423 went out at once).",
+		}, []string{"outcome"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricQueueWait,
+			Help:    "How long parked writes waited (applied and timed out).",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10},
+		}),
 		routing: &routingCollector{},
 		clients: &clientCollector{},
+	}
+	for _, o := range []string{api.QueueApplied, api.QueueTimeout, api.QueueOverflow} {
+		m.queued.WithLabelValues(o)
 	}
 	for _, r := range rollbackReasons {
 		m.rollbacks.WithLabelValues(r)
@@ -119,8 +135,17 @@ func New() *Metrics {
 	for _, o := range outcomes {
 		m.migrations.WithLabelValues(o)
 	}
-	reg.MustRegister(m.phase, m.writeLock, m.migrations, m.rollbacks, m.validations, m.responses, m.rejected, m.routing, m.clients)
+	reg.MustRegister(m.phase, m.writeLock, m.migrations, m.rollbacks, m.validations, m.responses, m.rejected, m.queued, m.queueWait, m.routing, m.clients)
 	return m
+}
+
+// ObserveQueued counts a parked write's outcome and its wait
+// (api.QueueObserver).
+func (m *Metrics) ObserveQueued(outcome string, wait time.Duration) {
+	m.queued.WithLabelValues(outcome).Inc()
+	if outcome != api.QueueOverflow {
+		m.queueWait.Observe(wait.Seconds())
+	}
 }
 
 // Handler serves the registry.

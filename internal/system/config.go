@@ -14,6 +14,10 @@ import (
 	"github.com/cutover/cutover/orchestrator"
 )
 
+// DefaultQueueWrites is how long the API parks a write behind a write lock
+// or fence before its 423 (Config.QueueWrites; README "Production").
+const DefaultQueueWrites = 2 * time.Second
+
 // ErrConfig marks a configuration the caller got wrong (a command maps it
 // to a usage error, exit code 2).
 var ErrConfig = errors.New("system: invalid configuration")
@@ -49,6 +53,12 @@ type Config struct {
 	// default); chaos keeps the KV maximum for its observer.
 	RoutingHistory uint8
 	ServiceSecret  string
+	// QueueWrites is how long the API parks a write refused by a write lock
+	// or fence before answering 423 (api.Config.QueueWrites): 0 = the
+	// default, 2 s; negative = no queueing. QueueMax bounds the writes
+	// parked at once (0 = api.DefaultQueueMax).
+	QueueWrites time.Duration
+	QueueMax    int
 	// AuthSecret, when set, makes the API accept only signed user tokens
 	// (api.SignedAuth); empty means development tokens (api.DevAuth).
 	AuthSecret string
@@ -103,6 +113,12 @@ func (c *Config) EnsureDefaults() error {
 	}
 	if c.Workers == 0 {
 		c.Workers = 2
+	}
+	if c.QueueWrites == 0 {
+		c.QueueWrites = DefaultQueueWrites
+	}
+	if c.QueueMax < 0 {
+		return fmt.Errorf("%w: negative queue max %d", ErrConfig, c.QueueMax)
 	}
 	o := &c.Orchestrator
 	if o.Convergence == "" {

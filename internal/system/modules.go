@@ -317,8 +317,9 @@ func serveContracts(lc fx.Lifecycle, nc *nats.Conn, js jetstream.JetStream, regi
 	return nil
 }
 
-// NewAPI is the user-facing API over regions with resolvers rs.
-func NewAPI(cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker) (*api.Server, error) {
+// NewAPI is the user-facing API over regions with resolvers rs; obs (may
+// be nil) sees the write queue's outcomes.
+func NewAPI(cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker, obs api.QueueObserver) (*api.Server, error) {
 	svcs := map[string]string{"validator": cfg.ServiceSecret}
 	var auth api.Authenticator = api.DevAuth{ServiceSecrets: svcs}
 	if cfg.AuthSecret != "" {
@@ -327,11 +328,17 @@ func NewAPI(cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker) (*
 	return api.New(api.Config{
 		Regions: regions, Resolvers: rs, Locker: lk, DefaultRegion: cfg.Regions[0],
 		Auth: auth, Logger: cfg.Logger,
+		QueueWrites: max(cfg.QueueWrites, 0), QueueMax: cfg.QueueMax, QueueObserver: obs,
 	})
 }
 
-func provideAPI(cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker) (*api.Server, error) {
-	return NewAPI(cfg, regions, rs, lk)
+func provideAPI(lc fx.Lifecycle, cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker, m *metrics.Metrics) (*api.Server, error) {
+	s, err := NewAPI(cfg, regions, rs, lk, m)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(s.Close))
+	return s, nil
 }
 
 // serveHTTP serves the API and, on exactly /metrics, the metrics for

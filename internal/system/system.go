@@ -16,6 +16,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
+	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,8 +38,10 @@ type System struct {
 	Locker    *kvrouting.Locker
 	Resolvers Resolvers
 	Regions   Regions
-	// APIURL is the user-facing API's base URL (http://host:port).
+	// APIURL is the user-facing API's base URL (http://host:port); API
+	// is its handler (QueueStats).
 	APIURL    string
+	API       *api.Server
 	Orch      *orchestrator.Client
 	Directory orchestrator.Directory
 	// Workers are the workers Start runs (none with Config.Workers = -1);
@@ -76,7 +79,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		hs   *HTTPServer
 		dir  *contractnats.Directory
 		opts = []fx.Option{Core(&cfg), API(), Orchestration(),
-			fx.Populate(&ep, &hs, &s.NC, &s.JS, &s.Routing, &s.Locker, &s.Resolvers, &s.Regions, &s.Orch, &dir, &s.Workers, &s.Metrics)}
+			fx.Populate(&ep, &hs, &s.NC, &s.JS, &s.Routing, &s.Locker, &s.Resolvers, &s.Regions, &s.Orch, &dir, &s.Workers, &s.Metrics, &s.API)}
 	)
 	if !cfg.NoProjector {
 		opts = append(opts, Projection(), fx.Populate(&s.Projector))
