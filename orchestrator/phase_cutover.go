@@ -134,6 +134,7 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 	// 6; docs/chaos.md.)
 	if !holdsOldLocation(d, st) {
 		w.log.Info("post-swap fence skipped: the old location has moved on", "migration", st.ID)
+		w.raiseOldWatermark(ctx, st, d)
 	} else if err := w.fencePostSwap(ctx, st, d); err != nil {
 		w.log.Warn("post-swap fence deferred to its own step", "migration", st.ID, "err", err)
 		return outcome{body: ev}
@@ -168,6 +169,23 @@ func (w *Worker) fencePostSwap(ctx context.Context, st *events.State, d *kvrouti
 	return err
 }
 
+// raiseOldWatermark raises the old location's routing watermark to d's
+// revision when the post-swap fence is skipped and the old location is not
+// the primary at d: routing older than d is stale there (it predates a
+// later migration's pre-lock of it), so a read or write it routed, delivered
+// late, is refused as moved instead of served by a store that is no longer
+// authoritative (store.checkRouted; the freshness model's skipped post-swap
+// fence). Best effort: the write fence of Phase 3 already raised it to the
+// write lock's revision.
+func (w *Worker) raiseOldWatermark(ctx context.Context, st *events.State, d *kvrouting.Document) {
+	if d == nil || d.Primary.Region == st.Source {
+		return
+	}
+	if _, err := w.fenceAt(ctx, st, contract.FenceNone, w.cfg.Clock(), 0, d.Revision); err != nil {
+		w.log.Info("old location's watermark not raised", "migration", st.ID, "err", err)
+	}
+}
+
 // scheduleCleanup is the Swapped phase, a swap recorded without a cleanup
 // schedule (its step could not set the post-swap fence or clear the
 // previous migration's, or a rollback found the swap done): fence the old
@@ -188,6 +206,8 @@ func (w *Worker) scheduleCleanup(ctx context.Context, st *events.State) outcome 
 		if err := w.fencePostSwap(ctx, st, d); err != nil {
 			return w.transient(st, err)
 		}
+	} else if err == nil {
+		w.raiseOldWatermark(ctx, st, d)
 	}
 	if err := w.clearPreviousFence(ctx, st); err != nil {
 		return w.transient(st, err)

@@ -24,7 +24,8 @@ var _ RoutingReader = (*kvrouting.Locker)(nil)
 // cleanup of an earlier migration, or a rollback's target cleanup, then
 // deletes nothing, however late its request arrives. A resource without a
 // routing document is not kept; a read error fails the cleanup (the
-// orchestrator retries it).
+// orchestrator retries it). The revision it read becomes the store's
+// routing watermark when the records go (store.DeleteAllUnlessRouted).
 func RoutingCleanupGuard(lk RoutingReader, region string) func(ctx context.Context, resource string) (bool, error) {
 	return func(ctx context.Context, resource string) (bool, error) {
 		res, err := kvrouting.ParseResource(resource)
@@ -38,6 +39,18 @@ func RoutingCleanupGuard(lk RoutingReader, region string) func(ctx context.Conte
 		if err != nil {
 			return false, err
 		}
+		if rev, ok := ctx.Value(guardRevisionKey{}).(*uint64); ok {
+			*rev = doc.Revision
+		}
 		return doc.Primary.Region == region || doc.Target == region, nil
 	}
+}
+
+// guardRevisionKey carries, in a cleanup's context, where the guard puts
+// the routing revision it decided on (StoreParticipant.Cleanup).
+type guardRevisionKey struct{}
+
+func withGuardRevision(ctx context.Context) (context.Context, *uint64) {
+	rev := new(uint64)
+	return context.WithValue(ctx, guardRevisionKey{}, rev), rev
 }

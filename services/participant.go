@@ -240,14 +240,18 @@ func (p *StoreParticipant) ForceClearFence(ctx context.Context, resource string)
 // target, and nothing at all without KeepOnCleanup (CodeInternal).
 func (p *StoreParticipant) Cleanup(ctx context.Context, resource string) (int, error) {
 	g := p.opts.KeepOnCleanup
-	keep := func() (bool, error) {
+	keep := func() (bool, uint64, error) {
 		if g == nil {
-			return false, contract.Errorf(contract.CodeInternal,
+			return false, 0, contract.Errorf(contract.CodeInternal,
 				"cleanup of %s by %s: no cleanup guard (StoreParticipantOptions.KeepOnCleanup) to tell whether this region is its primary", resource, p.service)
 		}
-		return g(ctx, resource)
+		// A guard that reads routing (RoutingCleanupGuard) reports the
+		// revision it read; the store's watermark rises to it.
+		gctx, rev := withGuardRevision(ctx)
+		kept, err := g(gctx, resource)
+		return kept, *rev, err
 	}
-	n, _, err := p.st.DeleteAllUnless(resource, keep)
+	n, _, err := p.st.DeleteAllUnlessRouted(resource, keep)
 	return n, toErr(err)
 }
 

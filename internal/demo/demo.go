@@ -140,7 +140,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	rep.Writes.QueuedServerSide = int64(sys.API.QueueStats().Queued)
 	rep.Setup.QueueWritesMs = float64(max(sys.Config.QueueWrites, 0).Milliseconds())
 	w := &rep.Writes
-	w.Attempted, w.Acknowledged, w.Failed, w.Reads = st.Attempted, st.Acknowledged, st.FailedOther, st.Reads
+	w.Attempted, w.Acknowledged, w.Failed, w.Reads, w.FailedBy = st.Attempted, st.Acknowledged, st.FailedOther, st.Reads, st.FailedBy
 	w.Rejected423, w.Recovered, w.Unrecovered, w.MaxFenceMs = st.Rejected423, st.Recovered, st.Unrecovered, st.MaxFenceMs()
 
 	if err := rep.migrations(ctx, sys, tid); err != nil {

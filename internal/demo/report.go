@@ -47,6 +47,8 @@ type Report struct {
 		Recovered    int64   `json:"recovered"`
 		Unrecovered  int64   `json:"unrecovered"`
 		Failed       int64   `json:"failed_other"`
+		// FailedBy breaks failed_other down by operation and answer.
+		FailedBy map[string]int64 `json:"failed_by,omitempty"`
 		MaxFenceMs   float64 `json:"max_client_fence_ms"`
 		Reads        int64   `json:"reads"`
 		// QueuedServerSide counts the writes (SDK and raw) the API parked

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +63,9 @@ type TrafficConfig struct {
 // of 423s (paper 001 §6.2).
 type Stats struct {
 	Attempted, Acknowledged, Reads, FailedOther int64
+	// FailedBy breaks FailedOther down by operation and error ("post 404
+	// not_found", "read transport", ...).
+	FailedBy                                    map[string]int64
 	Rejected423, Fenced, Recovered, Unrecovered int64
 	FenceDelaySum, FenceDelayMax                time.Duration
 }
@@ -78,6 +83,8 @@ func (s Stats) AvgFenceMs() float64 {
 
 // Traffic is live user traffic through the SDK until Stop.
 type Traffic struct {
+	mu       sync.Mutex
+	failures map[string]int64
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 	clients []*client.Client
@@ -258,6 +265,7 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 		case ctx.Err() != nil, errors.Is(err, client.ErrUnrecovered):
 		default:
 			t.failed.Add(1)
+			t.failedBy(opName(what, write), err)
 		}
 		sleep(ctx, cfg.Think/2+time.Duration(rng.Int64N(int64(cfg.Think))))
 	}
@@ -269,6 +277,9 @@ func (t *Traffic) Stop() Stats {
 	t.stop()
 	t.wg.Wait()
 	s := Stats{Attempted: t.attempted.Load(), Acknowledged: t.acked.Load(), Reads: t.reads.Load(), FailedOther: t.failed.Load()}
+	t.mu.Lock()
+	s.FailedBy = maps.Clone(t.failures)
+	t.mu.Unlock()
 	for _, c := range t.clients {
 		st := c.Stats()
 		s.Rejected423 += st.Rejected423
@@ -323,4 +334,31 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+}
+
+// opName is the first word of a traffic operation's description ("post",
+// "edit", "delete", "react"), or "read".
+func opName(what string, write bool) string {
+	if !write {
+		return "read"
+	}
+	if op, _, ok := strings.Cut(what, " "); ok {
+		return op
+	}
+	return what
+}
+
+// failedBy counts a failure of op by its status and code, or "transport".
+func (t *Traffic) failedBy(op string, err error) {
+	key := op + " transport"
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		key = fmt.Sprintf("%s %d %s", op, ae.Status, ae.Code)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.failures == nil {
+		t.failures = map[string]int64{}
+	}
+	t.failures[key]++
 }

@@ -12,55 +12,17 @@ func Explore(cfg Config) Result {
 	if cfg.Data {
 		init.D.S = 1 // the record exists at the source
 	}
-	index := map[State]int32{init: 0}
-	states := []State{init}
-	parent := []int32{-1}
-	action := []string{"init"}
-	seen := map[string]bool{}
-	var res Result
-
-	trace := func(i int32, inv, last string, end State) Trace {
-		var steps []Step
-		if last != "" {
-			steps = append(steps, Step{Action: last, State: end})
+	n, fs := search(init, cfg.StopAtFirst, func(s State) string { return checkState(&cfg, s) },
+		func(s State, emit func(string, State, string)) { successors(&cfg, s, emit) },
+		func(s State) State { return normalize(&cfg, s) })
+	res := Result{States: n}
+	for _, f := range fs {
+		t := Trace{Invariant: f.inv}
+		for i := range f.states {
+			t.Steps = append(t.Steps, Step{Action: f.labels[i], State: f.states[i]})
 		}
-		for ; i >= 0; i = parent[i] {
-			steps = append(steps, Step{Action: action[i], State: states[i]})
-		}
-		for l, r := 0, len(steps)-1; l < r; l, r = l+1, r-1 {
-			steps[l], steps[r] = steps[r], steps[l]
-		}
-		return Trace{Invariant: inv, Steps: steps}
+		res.Violations = append(res.Violations, t)
 	}
-	report := func(i int32, inv, last string, end State) {
-		if !seen[inv] {
-			seen[inv] = true
-			res.Violations = append(res.Violations, trace(i, inv, last, end))
-		}
-	}
-
-	for head := int32(0); int(head) < len(states); head++ {
-		s := states[head]
-		if inv := checkState(&cfg, s); inv != "" {
-			report(head, inv, "", s)
-			continue // do not explore past a violation
-		}
-		successors(&cfg, s, func(label string, next State, inv string) {
-			if inv != "" {
-				report(head, inv, label, next)
-				return
-			}
-			next = normalize(&cfg, next)
-			if _, ok := index[next]; ok {
-				return
-			}
-			index[next] = int32(len(states))
-			states = append(states, next)
-			parent = append(parent, head)
-			action = append(action, label)
-		})
-	}
-	res.States = len(states)
 	return res
 }
 

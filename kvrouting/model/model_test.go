@@ -31,7 +31,7 @@ func TestExploreFindsBrokenVariants(t *testing.T) {
 		{SwapIgnoresToken, "stale-token mutation", DefaultConfig},
 		{NoFence, "write fence", DefaultConfig},
 		{FenceExpiresEarly, "write fence", DefaultConfig},
-		{UngatedImport, "no resurrection", DataConfig},
+		{UngatedImport, "import", DataConfig}, // the gate's own invariant, or no resurrection
 		{UnguardedCleanup, "cleanup", DataConfig},
 		{LostSwapEvent, "lost swap", DataConfig},
 		{NoSkewMargin, "mutual exclusion", SkewConfig},

@@ -172,6 +172,9 @@ func (s *Store) GetFence(resource string) (Fence, error) {
 //   - f.SwapRev marks a post-swap fence (Fence.Yields); a renewal without it
 //     keeps the stored one; f.ReadRev (Fence.RefusesRead) is never lowered
 //     by the same token;
+//   - f.Level FenceNone with f.ReadRev set raises the routing watermark
+//     only (checkRouted), whatever the stored fence and token; so does
+//     every refused request with a ReadRev;
 //   - a retired token (one ClearFence named before): ErrTokenRetired. A
 //     fence request delivered late, after its attempt was rolled back or a
 //     later migration moved the resource back here, must not fence a
@@ -186,6 +189,9 @@ func (s *Store) SetFence(resource string, f Fence) error {
 	}
 	if f.Token == "" {
 		return invalidf("empty fence token")
+	}
+	if f.Level == FenceNone && f.ReadRev != 0 {
+		return s.raiseWatermark(resource, f.ReadRev)
 	}
 	if f.Level != FenceHardDelete && f.Level != FenceWrite {
 		return invalidf("fence level %s", f.Level)
@@ -205,18 +211,32 @@ func (s *Store) SetFence(resource string, f Fence) error {
 	if err != nil {
 		return err
 	}
+	// A refused request still raises the watermark to its ReadRev: that
+	// revision is one at which this region stopped being authoritative
+	// (a write lock, a swap away), so routing older than it is stale here
+	// whoever asks, and a late request of a retired token is as good a
+	// witness as any (store.checkRouted).
+	refuse := func(err error) error {
+		if f.ReadRev > fr.MinRev {
+			fr.MinRev = f.ReadRev
+			if perr := s.putFence(resource, fr); perr != nil {
+				return perr
+			}
+		}
+		return err
+	}
 	cur := fr.Fence
 	if slices.Contains(fr.Retired, f.Token) {
-		return fmt.Errorf("%w: the fence of this token was cleared", ErrTokenRetired)
+		return refuse(fmt.Errorf("%w: the fence of this token was cleared", ErrTokenRetired))
 	}
 	next := Fence{Level: f.Level, Token: f.Token, Expiry: f.Expiry, SetAt: now, SwapRev: f.SwapRev, ReadRev: f.ReadRev}
 	if cur.Active(now) {
 		switch {
 		case cur.Token != f.Token:
-			return fmt.Errorf("%w: %s fence until %s", ErrFenceHeld, cur.Level,
-				cur.Expiry.UTC().Format(time.RFC3339Nano))
+			return refuse(fmt.Errorf("%w: %s fence until %s", ErrFenceHeld, cur.Level,
+				cur.Expiry.UTC().Format(time.RFC3339Nano)))
 		case f.Level < cur.Level:
-			return nil
+			return refuse(nil)
 		case f.Level == cur.Level && cur.Expiry.After(f.Expiry):
 			next.Expiry = cur.Expiry
 		}
@@ -228,6 +248,23 @@ func (s *Store) SetFence(resource string, f Fence) error {
 		}
 	}
 	fr.Fence = next
+	return s.putFence(resource, fr)
+}
+
+// raiseWatermark raises resource's routing watermark to rev (never lowers
+// it), whatever the fence: SetFence with FenceNone and a ReadRev.
+func (s *Store) raiseWatermark(resource string, rev uint64) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	unlock := s.lockResource(resource)
+	defer unlock()
+	fr, err := s.getFenceRecord(s.db, resource)
+	if err != nil || rev <= fr.MinRev {
+		return err
+	}
+	fr.MinRev = rev
 	return s.putFence(resource, fr)
 }
 

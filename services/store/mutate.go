@@ -241,6 +241,24 @@ func (s *Store) DeleteAll(resource string) (int, error) {
 // migration pre-locked before keep read routing). keep nil: delete. An
 // error from keep is returned and nothing is deleted.
 func (s *Store) DeleteAllUnless(resource string, keep func() (bool, error)) (n int, kept bool, err error) {
+	var k func() (bool, uint64, error)
+	if keep != nil {
+		k = func() (bool, uint64, error) {
+			kept, err := keep()
+			return kept, 0, err
+		}
+	}
+	return s.DeleteAllUnlessRouted(resource, k)
+}
+
+// DeleteAllUnlessRouted is DeleteAllUnless whose keep also names the
+// routing revision its answer was read from: when the records go, the
+// resource's routing watermark here rises to it (checkRouted). An operation
+// routed before the cleanup's routing — a read decided while this region
+// was still the primary and delivered late — is then refused as moved
+// instead of reading the emptied store (issue 15 #3; the freshness model's
+// rollback and source cleanups).
+func (s *Store) DeleteAllUnlessRouted(resource string, keep func() (bool, uint64, error)) (n int, kept bool, err error) {
 	if err := validResource(resource); err != nil {
 		return 0, false, err
 	}
@@ -250,13 +268,27 @@ func (s *Store) DeleteAllUnless(resource string, keep func() (bool, error)) (n i
 	defer s.leave()
 	unlock := s.lockResource(resource)
 	defer unlock()
+	var rev uint64
 	if keep != nil {
-		k, err := keep()
+		k, r, err := keep()
 		if err != nil {
 			return 0, false, err
 		}
 		if k {
 			return 0, true, nil
+		}
+		rev = r
+	}
+	if rev != 0 {
+		fr, err := s.getFenceRecord(s.db, resource)
+		if err != nil {
+			return 0, false, err
+		}
+		if rev > fr.MinRev {
+			fr.MinRev = rev
+			if err := s.putFence(resource, fr); err != nil {
+				return 0, false, err
+			}
 		}
 	}
 	n, err = s.deleteAllLocked(resource)
