@@ -476,3 +476,66 @@ func TestRoutingWatermarkOutlivesTheFence(t *testing.T) {
 		}
 	}
 }
+
+// The watermark rises without a fence: a FenceNone request with a ReadRev
+// (the orchestrator's skipped post-swap fence), a refused fence request
+// (retired token, another token's fence), and a guarded cleanup (to the
+// routing revision its guard read). It never falls.
+func TestWatermarkRisesWithoutAFence(t *testing.T) {
+	clock := newFakeClock()
+	s, err := Open(Options{Dir: t.TempDir(), Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	MustPut(t, s, res, rec("m1", "message", "x"), true)
+	moved := func(rev uint64) bool {
+		_, err := s.GetRouted(res, "m1", rev)
+		return errors.Is(err, ErrMoved)
+	}
+	if err := s.SetFence(res, Fence{Level: FenceNone, Token: "t", ReadRev: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := s.GetFence(res); f.Level != FenceNone || !moved(4) || moved(5) {
+		t.Fatalf("watermark-only request: fence %+v, moved(4)=%v moved(5)=%v", f, moved(4), moved(5))
+	}
+	// A retired token's late request still raises it.
+	MustSetFence(t, s, res, fence(FenceWrite, "old", clock.Now().Add(time.Hour)))
+	if err := s.ClearFence(res, "old"); err != nil {
+		t.Fatal(err)
+	}
+	late := fence(FenceWrite, "old", clock.Now().Add(time.Hour))
+	late.ReadRev = 7
+	assertErrIs(t, "late request of a retired token", s.SetFence(res, late), ErrTokenRetired)
+	if !moved(6) || moved(7) {
+		t.Fatal("a refused request did not raise the watermark to its ReadRev")
+	}
+	// Another token's fence: refused, raised all the same.
+	MustSetFence(t, s, res, fence(FenceWrite, "cur", clock.Now().Add(time.Hour)))
+	other := fence(FenceWrite, "other", clock.Now().Add(time.Hour))
+	other.ReadRev = 8
+	assertErrIs(t, "another token", s.SetFence(res, other), ErrFenceHeld)
+	if !moved(7) {
+		t.Fatal("a held fence's refusal did not raise the watermark")
+	}
+	// Lower: nothing changes.
+	if err := s.SetFence(res, Fence{Level: FenceNone, Token: "t", ReadRev: 2}); err != nil || !moved(7) {
+		t.Fatalf("lowered: %v", err)
+	}
+	if err := s.ClearFence(res, "cur"); err != nil {
+		t.Fatal(err)
+	}
+	// A guarded cleanup raises it to its guard's revision; a kept one not.
+	if _, kept, err := s.DeleteAllUnlessRouted(res, func() (bool, uint64, error) { return true, 20, nil }); err != nil || !kept || moved(19) {
+		t.Fatalf("kept cleanup: kept=%v err=%v moved(19)=%v", kept, err, moved(19))
+	}
+	if n, kept, err := s.DeleteAllUnlessRouted(res, func() (bool, uint64, error) { return false, 20, nil }); err != nil || kept || n != 1 {
+		t.Fatalf("cleanup: n=%d kept=%v err=%v", n, kept, err)
+	}
+	if _, err := s.ListRouted(res, "message", 0, "", 10, 19); !errors.Is(err, ErrMoved) {
+		t.Fatalf("a read routed before the cleanup's routing: %v, want ErrMoved", err)
+	}
+	if recs, err := s.ListRouted(res, "message", 0, "", 10, 20); err != nil || len(recs) != 0 {
+		t.Fatalf("a read routed at the cleanup's routing: %v %v", recs, err)
+	}
+}
