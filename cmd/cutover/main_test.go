@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,8 +70,46 @@ func TestDemoSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
-	code, out, errs := run(t, "demo", "--conversations", "8", "--big", "300", "--clients", "3")
+	jf := filepath.Join(t.TempDir(), "demo.json")
+	code, out, errs := run(t, "demo", "--conversations", "8", "--big", "300", "--clients", "3", "--raw-clients", "2", "--resolver-ttl", "10m", "--json", jf)
 	if code != 0 || !strings.Contains(out, "OK:") {
 		t.Fatalf("demo exit %d\n%s\n%s", code, out, errs)
+	}
+	// The report's contract keys (issue 15 #7): fence convergence by
+	// default, the raw clients' outcomes, the writes queued server-side.
+	b, err := os.ReadFile(jf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Setup struct {
+			Convergence string  `json:"convergence"`
+			ResolverTTL float64 `json:"resolver_ttl_ms"`
+		} `json:"setup"`
+		Raw        map[string]int64 `json:"raw"`
+		Writes     map[string]any   `json:"writes"`
+		Invariants map[string]any   `json:"invariants"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Setup.Convergence != "fence" || rep.Setup.ResolverTTL != 600000 {
+		t.Fatalf("setup %+v", rep.Setup)
+	}
+	for _, k := range []string{"writes_attempted", "acknowledged", "saw_423"} {
+		if _, ok := rep.Raw[k]; !ok {
+			t.Fatalf("no raw.%s in %s", k, b)
+		}
+	}
+	// saw_423 is 0 when every write lock is shorter than --queue-writes
+	// (2 s); a loaded box may stretch one, so it is reported, not asserted.
+	if rep.Raw["writes_attempted"] == 0 {
+		t.Fatalf("raw clients: %v", rep.Raw)
+	}
+	if _, ok := rep.Writes["queued_server_side"]; !ok {
+		t.Fatalf("no writes.queued_server_side in %s", b)
+	}
+	if _, ok := rep.Invariants["stale_reads"]; !ok {
+		t.Fatalf("no invariants.stale_reads in %s", b)
 	}
 }
