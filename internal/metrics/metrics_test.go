@@ -4,7 +4,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cutover/cutover/events"
 	"github.com/prometheus/client_golang/prometheus"
@@ -121,4 +123,32 @@ func value(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return d.GetCounter().GetValue()
+}
+
+// ObserveQueued counts the write queue's outcomes (every outcome present
+// at 0 from the start) and observes the waits of applied and timed-out
+// writes, not of overflows.
+func TestObserveQueued(t *testing.T) {
+	m := New()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, o := range []string{"applied", "timeout", "overflow"} {
+		if !strings.Contains(rec.Body.String(), MetricQueuedWrites+`{outcome="`+o+`"} 0`) {
+			t.Fatalf("%s{outcome=%q} not exported at 0", MetricQueuedWrites, o)
+		}
+	}
+	m.ObserveQueued("applied", 30*time.Millisecond)
+	m.ObserveQueued("timeout", 2*time.Second)
+	m.ObserveQueued("overflow", 0)
+	var c dto.Metric
+	if err := m.queued.WithLabelValues("applied").Write(&c); err != nil || c.GetCounter().GetValue() != 1 {
+		t.Fatalf("applied %v %v", c.GetCounter().GetValue(), err)
+	}
+	var h dto.Metric
+	if err := m.queueWait.Write(&h); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.GetHistogram().GetSampleCount(); n != 2 {
+		t.Fatalf("%d waits observed, want 2 (overflows have none)", n)
+	}
 }
