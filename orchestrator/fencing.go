@@ -71,7 +71,17 @@ func (w *Worker) fenceAt(ctx context.Context, st *events.State, level contract.F
 	var wg sync.WaitGroup
 	for i, ep := range eps {
 		wg.Go(func() {
-			if err := ep.SetFence(ctx, st.Resource, f); err != nil {
+			err := ep.SetFence(ctx, st.Resource, f)
+			if err != nil && swapRev == 0 && contract.AsError(err).Code == contract.CodeConflict {
+				// Another token's fence: a post-swap fence of an older swap
+				// that its move back did not clear goes on a notice that
+				// this region is the primary at our lock's revision; then
+				// once more.
+				if w.noticeSourcePrimary(ctx, st, ep) {
+					err = ep.SetFence(ctx, st.Resource, f)
+				}
+			}
+			if err != nil {
 				errs[i] = fmt.Errorf("fence %s at %s/%s: %w", level, ep.Region(), ep.Service(), err)
 			}
 		})
@@ -85,4 +95,30 @@ func (w *Worker) fenceAt(ctx context.Context, st *events.State, level contract.F
 		names = append(names, ep.Service())
 	}
 	return names, nil
+}
+
+// noticeSourcePrimary sends ep (at st.Source) a notice that the source is
+// the primary at the revision of our lock (store.SetFence with FenceNone
+// and SwapRev): a post-swap fence there of an older swap — left by a move
+// away whose move back did not clear it — goes, whatever its token. It
+// reports whether the notice was sent (our lock is on the source, as the
+// routing document shows).
+func (w *Worker) noticeSourcePrimary(ctx context.Context, st *events.State, ep Endpoint) bool {
+	d := w.cached(st)
+	if d == nil {
+		res, _ := kvrouting.ParseResource(st.Resource)
+		var err error
+		if d, err = w.cfg.Locker.Get(ctx, res); err != nil {
+			return false
+		}
+	}
+	if d.Primary.Region != st.Source || string(d.Primary.Lock.Token) != st.Token {
+		return false
+	}
+	n := contract.Fence{Level: contract.FenceNone, Token: st.Token, SwapRev: d.Revision}
+	if err := ep.SetFence(ctx, st.Resource, n); err != nil {
+		return false
+	}
+	w.log.Info("a stale post-swap fence at the source superseded", "migration", st.ID, "service", ep.Service())
+	return true
 }

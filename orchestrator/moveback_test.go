@@ -309,3 +309,55 @@ func TestMoveBackAfterPhysicalDelete(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveBackClearsAFenceItCannotName: the resource is at us with a
+// post-swap fence left there by a move away whose token no migration in
+// the chain records (a replayed attempt's token: chaos found such a 1-hour
+// fence at a primary, blocking the next migration's hard-delete fence with
+// "fence held by another token"). The next move away and back still works:
+// the move back's swap-in notice clears any post-swap fence of an older
+// swap at its new primary, whatever its token.
+func TestMoveBackClearsAFenceItCannotName(t *testing.T) {
+	e := mustEnv(t)
+	cfg := e.config()
+	e.startWorker(cfg)
+	const res = "conv/orphan"
+	e.seed(res, 3)
+	ctx := context.Background()
+	id1, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.waitDone(id1, 30*time.Second); st.Status != events.StatusCompleted {
+		t.Fatalf("first move: %s %s", st.Status, st.Reason)
+	}
+	// An orphan post-swap fence at eu (the primary now), with a token
+	// nobody knows. (Its revision is the current one: one older than the
+	// swap-in notice the first move sent is refused by the store.)
+	doc := e.doc(res)
+	orphan := store.Fence{Level: store.FenceWrite, Token: "orphan-token", Expiry: time.Now().Add(time.Hour), SwapRev: doc.Revision}
+	for _, svc := range testServices {
+		if err := e.stores["eu"][svc].SetFence(res, orphan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// eu → us → eu: the move back to eu clears it.
+	for _, target := range []string{"us", "eu"} {
+		id, err := e.client.Start(ctx, events.Start{Resource: res, Target: target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusCompleted {
+			t.Fatalf("move to %s: %s %s", target, st.Status, st.Reason)
+		}
+	}
+	for _, svc := range testServices {
+		f, err := e.stores["eu"][svc].GetFence(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Active(time.Now()) {
+			t.Fatalf("%s at eu (the primary): a fence is still up: %+v", svc, f)
+		}
+	}
+}

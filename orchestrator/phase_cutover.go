@@ -139,7 +139,7 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 		w.log.Warn("post-swap fence deferred to its own step", "migration", st.ID, "err", err)
 		return outcome{body: ev}
 	}
-	if err := w.clearPreviousFence(ctx, st); err == nil {
+	if err := w.clearPreviousFence(ctx, st, d); err == nil {
 		ev.CleanupAt = w.cfg.Clock().Add(w.cfg.CleanupWindow) // line 20
 	} else {
 		w.log.Info("previous fence clear deferred to its own step", "migration", st.ID, "err", err)
@@ -209,7 +209,7 @@ func (w *Worker) scheduleCleanup(ctx context.Context, st *events.State) outcome 
 	} else if err == nil {
 		w.raiseOldWatermark(ctx, st, d)
 	}
-	if err := w.clearPreviousFence(ctx, st); err != nil {
+	if err := w.clearPreviousFence(ctx, st, d); err != nil {
 		return w.transient(st, err)
 	}
 	return outcome{body: events.CleanupScheduled{At: st.SwappedAt.Add(w.cfg.CleanupWindow)}} // line 20
@@ -253,7 +253,10 @@ func (w *Worker) cleanSource(ctx context.Context, st *events.State, now time.Tim
 // st.Target. That migration is found by walking back the chain of previous
 // migrations (each records the one before it; rolled-back ones and moves
 // between other regions are stepped over); its token is in its state.
-func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State) error {
+func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State, d *kvrouting.Document) error {
+	if err := w.noticeSwapIn(ctx, st, d); err != nil {
+		return err
+	}
 	id, seen := st.Previous, map[string]bool{st.ID: true}
 	var prev *events.State
 	for depth := 0; id != "" && !seen[id] && depth < 32; depth++ {
@@ -300,6 +303,45 @@ func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State) error
 				continue // a fence of another token: not the previous migration's to clear
 			}
 			return fmt.Errorf("clear previous fence at %s/%s: %w", ep.Region(), ep.Service(), err)
+		}
+	}
+	return nil
+}
+
+// noticeSwapIn tells every endpoint at st.Target (our new primary) a
+// routing revision at which it is the primary (a swap-in notice: a
+// FenceNone request with SwapRev, store.SetFence): a post-swap fence there
+// of an older swap is cleared whatever its token, and a late request for
+// one is refused. The token-by-token clear below depends on finding the
+// migration (and the attempt's token) that set the fence; chaos found it
+// missed (a 1-hour fence at a primary that blocked the next migration's
+// fences, "fence held by another token"). The revision is read now, and
+// only a document that names st.Target primary is used: a later migration
+// may have moved the resource on, and then the notice is its to send. d is
+// a document just read (the swap's, or the Swapped phase's read); nil
+// reads one.
+func (w *Worker) noticeSwapIn(ctx context.Context, st *events.State, d *kvrouting.Document) error {
+	res, _ := kvrouting.ParseResource(st.Resource)
+	if d == nil {
+		var err error
+		if d, err = w.cfg.Locker.Get(ctx, res); err != nil {
+			if errors.Is(err, kvrouting.ErrNotFound) {
+				return nil
+			}
+			return err
+		}
+	}
+	if d.Primary.Region != st.Target {
+		return nil
+	}
+	eps, err := w.cfg.Directory.Endpoints(ctx, st.Target, res.Kind)
+	if err != nil {
+		return err
+	}
+	f := contract.Fence{Level: contract.FenceNone, Token: st.Token, SwapRev: d.Revision}
+	for _, ep := range eps {
+		if err := ep.SetFence(ctx, st.Resource, f); err != nil {
+			return fmt.Errorf("swap-in notice at %s/%s: %w", ep.Region(), ep.Service(), err)
 		}
 	}
 	return nil

@@ -51,6 +51,11 @@ type Fence struct {
 	SetAt time.Time
 	// SwapRev is, on a post-swap fence (the old location of a committed
 	// swap), the routing revision of that swap; 0 on every other fence.
+	// A request with Level FenceNone is a routing notice, not a fence:
+	// SwapRev then names a revision at which this region is the primary
+	// (post-swap fences of older swaps here are stale and go), and ReadRev
+	// raises the store's routing watermark (operations routed by an older
+	// revision are refused as moved).
 	// Such a fence yields to a write whose routing decision was taken on a
 	// later revision (Yields).
 	SwapRev uint64 `msgpack:",omitempty"`

@@ -51,6 +51,10 @@ type storedFence struct {
 	// (expiry and clearing keep it; it only grows), and every operation
 	// routed by an older revision is refused as moved (checkRouted).
 	MinRev uint64 `msgpack:"mr,omitempty"`
+	// SwapIn is the highest routing revision a swap-in notice named: one
+	// at which this region is the primary (SetFence, FenceNone with
+	// SwapRev). A post-swap fence of an older swap is stale here.
+	SwapIn uint64 `msgpack:"si,omitempty"`
 }
 
 // fenceRecord is what the store keeps per resource besides its records:
@@ -59,6 +63,7 @@ type fenceRecord struct {
 	Fence
 	Retired []string
 	MinRev  uint64
+	SwapIn  uint64
 }
 
 // maxRetired bounds the retired tokens kept per resource. A token is
@@ -87,20 +92,20 @@ func (s *Store) getFenceRecord(r reader, res string) (fenceRecord, error) {
 	if f.Level != FenceNone {
 		f.Expiry, f.SetAt, f.SwapRev, f.ReadRev = time.Unix(0, sf.Expiry), time.Unix(0, sf.SetAt), sf.SwapRev, sf.ReadRev
 	}
-	return fenceRecord{Fence: f, Retired: sf.Retired, MinRev: sf.MinRev}, nil
+	return fenceRecord{Fence: f, Retired: sf.Retired, MinRev: sf.MinRev, SwapIn: sf.SwapIn}, nil
 }
 
 // putFence stores fr (Level FenceNone: no fence). The watermark is raised
 // to the fence's ReadRev, never lowered.
 func (s *Store) putFence(res string, fr fenceRecord) error {
 	f := fr.Fence
-	sf := storedFence{Level: uint8(f.Level), Token: f.Token, Retired: fr.Retired, MinRev: max(fr.MinRev, f.ReadRev)}
+	sf := storedFence{Level: uint8(f.Level), Token: f.Token, Retired: fr.Retired, MinRev: max(fr.MinRev, f.ReadRev), SwapIn: fr.SwapIn}
 	if f.Level != FenceNone {
 		sf.Expiry, sf.SetAt, sf.SwapRev, sf.ReadRev = f.Expiry.UnixNano(), f.SetAt.UnixNano(), f.SwapRev, f.ReadRev
 	} else {
 		sf.Token = ""
 	}
-	if sf.Level == uint8(FenceNone) && len(sf.Retired) == 0 && sf.MinRev == 0 {
+	if sf.Level == uint8(FenceNone) && len(sf.Retired) == 0 && sf.MinRev == 0 && sf.SwapIn == 0 {
 		if err := s.db.Delete(fenceKey(res), s.write); err != nil {
 			return fmt.Errorf("store: clear fence: %w", err)
 		}
@@ -172,9 +177,12 @@ func (s *Store) GetFence(resource string) (Fence, error) {
 //   - f.SwapRev marks a post-swap fence (Fence.Yields); a renewal without it
 //     keeps the stored one; f.ReadRev (Fence.RefusesRead) is never lowered
 //     by the same token;
-//   - f.Level FenceNone with f.ReadRev set raises the routing watermark
-//     only (checkRouted), whatever the stored fence and token; so does
-//     every refused request with a ReadRev;
+//   - f.Level FenceNone is a routing notice (routingNotice): f.ReadRev
+//     raises the routing watermark (checkRouted), f.SwapRev clears a
+//     post-swap fence of an older swap, whatever the stored fence and
+//     token; every refused request with a ReadRev raises the watermark too;
+//   - a post-swap fence (f.SwapRev set) older than a swap-in notice:
+//     ErrTokenRetired;
 //   - a retired token (one ClearFence named before): ErrTokenRetired. A
 //     fence request delivered late, after its attempt was rolled back or a
 //     later migration moved the resource back here, must not fence a
@@ -190,8 +198,8 @@ func (s *Store) SetFence(resource string, f Fence) error {
 	if f.Token == "" {
 		return invalidf("empty fence token")
 	}
-	if f.Level == FenceNone && f.ReadRev != 0 {
-		return s.raiseWatermark(resource, f.ReadRev)
+	if f.Level == FenceNone && (f.ReadRev != 0 || f.SwapRev != 0) {
+		return s.routingNotice(resource, f.ReadRev, f.SwapRev)
 	}
 	if f.Level != FenceHardDelete && f.Level != FenceWrite {
 		return invalidf("fence level %s", f.Level)
@@ -229,6 +237,9 @@ func (s *Store) SetFence(resource string, f Fence) error {
 	if slices.Contains(fr.Retired, f.Token) {
 		return refuse(fmt.Errorf("%w: the fence of this token was cleared", ErrTokenRetired))
 	}
+	if f.SwapRev != 0 && f.SwapRev < fr.SwapIn {
+		return refuse(fmt.Errorf("%w: a post-swap fence of revision %d, and a later swap (revision %d) made this region the primary", ErrTokenRetired, f.SwapRev, fr.SwapIn))
+	}
 	next := Fence{Level: f.Level, Token: f.Token, Expiry: f.Expiry, SetAt: now, SwapRev: f.SwapRev, ReadRev: f.ReadRev}
 	if cur.Active(now) {
 		switch {
@@ -251,9 +262,15 @@ func (s *Store) SetFence(resource string, f Fence) error {
 	return s.putFence(resource, fr)
 }
 
-// raiseWatermark raises resource's routing watermark to rev (never lowers
-// it), whatever the fence: SetFence with FenceNone and a ReadRev.
-func (s *Store) raiseWatermark(resource string, rev uint64) error {
+// routingNotice is SetFence with FenceNone: a notice, not a fence. readRev
+// raises the routing watermark (never lowers it). swapRev is a revision at
+// which this region is the primary (a swap brought the resource here): a
+// post-swap fence of an older swap is stale — the resource left and came
+// back — and is cleared whatever its token (which is retired), and a late
+// request for one is refused from then on. A move back therefore clears
+// the previous migration's fence even when it cannot tell which migration
+// (or which of its attempts' tokens) set it.
+func (s *Store) routingNotice(resource string, readRev, swapRev uint64) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -261,10 +278,28 @@ func (s *Store) raiseWatermark(resource string, rev uint64) error {
 	unlock := s.lockResource(resource)
 	defer unlock()
 	fr, err := s.getFenceRecord(s.db, resource)
-	if err != nil || rev <= fr.MinRev {
+	if err != nil {
 		return err
 	}
-	fr.MinRev = rev
+	changed := false
+	if readRev > fr.MinRev {
+		fr.MinRev, changed = readRev, true
+	}
+	if swapRev > fr.SwapIn {
+		fr.SwapIn, changed = swapRev, true
+	}
+	if cur := fr.Fence; cur.Level != FenceNone && cur.SwapRev != 0 && cur.SwapRev < swapRev {
+		if !slices.Contains(fr.Retired, cur.Token) {
+			fr.Retired = append(fr.Retired, cur.Token)
+			if len(fr.Retired) > maxRetired {
+				fr.Retired = slices.Clone(fr.Retired[len(fr.Retired)-maxRetired:])
+			}
+		}
+		fr.Fence, changed = Fence{}, true
+	}
+	if !changed {
+		return nil
+	}
 	return s.putFence(resource, fr)
 }
 
@@ -333,7 +368,7 @@ func (s *Store) clearFence(resource, token string) error {
 		held = fmt.Errorf("%w: %s fence until %s", ErrFenceHeld, cur.Level, cur.Expiry.UTC().Format(time.RFC3339Nano))
 		next = cur
 	}
-	if err := s.putFence(resource, fenceRecord{Fence: next, Retired: retired, MinRev: fr.MinRev}); err != nil {
+	if err := s.putFence(resource, fenceRecord{Fence: next, Retired: retired, MinRev: fr.MinRev, SwapIn: fr.SwapIn}); err != nil {
 		return err
 	}
 	return held

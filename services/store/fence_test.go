@@ -539,3 +539,54 @@ func TestWatermarkRisesWithoutAFence(t *testing.T) {
 		t.Fatalf("a read routed at the cleanup's routing: %v %v", recs, err)
 	}
 }
+
+// A swap-in notice (FenceNone with SwapRev: a revision at which this region
+// is the primary) clears a post-swap fence of an older swap whatever its
+// token, retires that token, and refuses late post-swap fences of older
+// swaps; it leaves other fences alone.
+func TestSwapInNoticeClearsStalePostSwapFences(t *testing.T) {
+	clock := newFakeClock()
+	s, err := Open(Options{Dir: t.TempDir(), Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hour := clock.Now().Add(time.Hour)
+	post := fence(FenceWrite, "m1", hour)
+	post.SwapRev, post.ReadRev = 10, 10
+	MustSetFence(t, s, res, post)
+	// A notice of an older revision changes nothing.
+	if err := s.SetFence(res, Fence{Level: FenceNone, Token: "m2", SwapRev: 9}); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := s.GetFence(res); !f.Active(clock.Now()) {
+		t.Fatal("a notice older than the fence's swap cleared it")
+	}
+	if err := s.SetFence(res, Fence{Level: FenceNone, Token: "m2", SwapRev: 20}); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := s.GetFence(res); f.Active(clock.Now()) {
+		t.Fatalf("the stale post-swap fence is still up: %+v", f)
+	}
+	// The same fence, delivered late: refused (retired token) ...
+	assertErrIs(t, "late post-swap fence, its token", s.SetFence(res, post), ErrTokenRetired)
+	// ... and another attempt's token for that old swap too.
+	other := post
+	other.Token = "m1-attempt-2"
+	assertErrIs(t, "late post-swap fence of an older swap", s.SetFence(res, other), ErrTokenRetired)
+	// A post-swap fence of a later swap goes up; the watermark stays.
+	later := fence(FenceWrite, "m3", hour)
+	later.SwapRev, later.ReadRev = 30, 30
+	MustSetFence(t, s, res, later)
+	// A notice never clears a write fence of Phase 3 (no SwapRev).
+	if err := s.ClearFence(res, "m3"); err != nil {
+		t.Fatal(err)
+	}
+	MustSetFence(t, s, res, fence(FenceWrite, "m4", hour))
+	if err := s.SetFence(res, Fence{Level: FenceNone, Token: "m5", SwapRev: 40}); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := s.GetFence(res); f.Token != "m4" || !f.Active(clock.Now()) {
+		t.Fatalf("a notice cleared a pre-swap write fence: %+v", f)
+	}
+}
