@@ -557,13 +557,13 @@ func listReads(inv *Invariants, conv string, ops []workload.TimedOp, reads []wor
 			switch {
 			case present && last.Delete:
 				inv.StaleReads++
-				inv.sample("stale read of %s at %s: %s, deleted (acknowledged %s), shows again", conv, r.Start.Format("15:04:05.000"), id, last.End.Format("15:04:05.000"))
+				inv.sample("stale read of %s at %s (served by %s through API %d): %s, deleted (acknowledged %s at %s), shows again", conv, r.Start.Format("15:04:05.000"), r.Region, r.API, id, last.End.Format("15:04:05.000"), last.Region)
 			case present && !texts[text]:
 				inv.StaleReads++
-				inv.sample("stale read of %s at %s: %s shows %q, acknowledged %q at %s", conv, r.Start.Format("15:04:05.000"), id, text, last.Text, last.End.Format("15:04:05.000"))
+				inv.sample("stale read of %s at %s (served by %s through API %d): %s shows %q, acknowledged %q at %s (%s)", conv, r.Start.Format("15:04:05.000"), r.Region, r.API, id, text, last.Text, last.End.Format("15:04:05.000"), last.Region)
 			case !present && !mayDelete:
 				inv.StaleReads++
-				inv.sample("stale read of %s at %s: %s missing, acknowledged %q at %s", conv, r.Start.Format("15:04:05.000"), id, last.Text, last.End.Format("15:04:05.000"))
+				inv.sample("stale read of %s at %s (served by %s through API %d): %s missing, acknowledged %q at %s (%s)", conv, r.Start.Format("15:04:05.000"), r.Region, r.API, id, last.Text, last.End.Format("15:04:05.000"), last.Region)
 			}
 		}
 	}

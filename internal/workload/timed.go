@@ -12,6 +12,8 @@ type TimedOp struct {
 	Text       string
 	Start, End time.Time
 	Acked      bool
+	// Region served the last answer (api.ServedByHeader), for samples.
+	Region string
 }
 
 // ListRead is one read of a whole conversation (a page shorter than its
@@ -19,6 +21,10 @@ type TimedOp struct {
 type ListRead struct {
 	Start, End time.Time
 	Items      map[string]string
+	// Region served it and API is the index of the API it went through
+	// (for samples).
+	Region string
+	API    int
 }
 
 // TimedOp records op on conv.

@@ -236,13 +236,13 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 			write = false
 			t.reads.Add(1)
 			var page client.MessagePage
-			page, err = c.ListMessages(ctx, conv, client.ListOptions{Limit: listLimit})
+			page, err = c.ListMessages(octx, conv, client.ListOptions{Limit: listLimit})
 			if err == nil && led != nil && page.Next == "" {
 				items := make(map[string]string, len(page.Messages))
 				for _, m := range page.Messages {
 					items[m.ID] = m.Text
 				}
-				led.ListRead(conv, ListRead{Start: start, End: time.Now(), Items: items})
+				led.ListRead(conv, ListRead{Start: start, End: time.Now(), Items: items, Region: srv.get(), API: ui % len(cfg.APIs)})
 			}
 		}
 		if led != nil {
@@ -250,7 +250,7 @@ func (t *Traffic) user(ctx context.Context, cfg TrafficConfig, ui int, u string,
 				led.Refused(conv, ui%len(cfg.APIs), r)
 			}
 			if op.ID != "" {
-				op.Start, op.End, op.Acked = start, time.Now(), err == nil
+				op.Start, op.End, op.Acked, op.Region = start, time.Now(), err == nil, srv.get()
 				led.TimedOp(conv, op)
 			}
 		}
