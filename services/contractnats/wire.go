@@ -224,3 +224,12 @@ func checkMsgpack(b []byte) error {
 	}
 	return nil
 }
+
+// DecodePage decodes one message of the PAGES stream (tools: `cutover
+// decode page`). Untrusted bytes are checked before any allocation
+// (checkMsgpack). Errors: a garbled payload.
+func DecodePage(b []byte) (contract.Page, error) {
+	var p contract.Page
+	err := decode(b, &p)
+	return p, err
+}
