@@ -41,16 +41,16 @@ type Report struct {
 		Total          Pct `json:"total"`
 	} `json:"phases_ms"`
 	Writes struct {
-		Attempted    int64   `json:"attempted"`
-		Acknowledged int64   `json:"acknowledged"`
-		Rejected423  int64   `json:"rejected_423"`
-		Recovered    int64   `json:"recovered"`
-		Unrecovered  int64   `json:"unrecovered"`
-		Failed       int64   `json:"failed_other"`
+		Attempted    int64 `json:"attempted"`
+		Acknowledged int64 `json:"acknowledged"`
+		Rejected423  int64 `json:"rejected_423"`
+		Recovered    int64 `json:"recovered"`
+		Unrecovered  int64 `json:"unrecovered"`
+		Failed       int64 `json:"failed_other"`
 		// FailedBy breaks failed_other down by operation and answer.
-		FailedBy map[string]int64 `json:"failed_by,omitempty"`
-		MaxFenceMs   float64 `json:"max_client_fence_ms"`
-		Reads        int64   `json:"reads"`
+		FailedBy   map[string]int64 `json:"failed_by,omitempty"`
+		MaxFenceMs float64          `json:"max_client_fence_ms"`
+		Reads      int64            `json:"reads"`
 		// QueuedServerSide counts the writes (SDK and raw) the API parked
 		// behind a write lock or fence instead of answering 423.
 		QueuedServerSide int64 `json:"queued_server_side"`

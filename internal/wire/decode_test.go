@@ -19,7 +19,7 @@ const wholeToken = "0123456789abcdef0123456789abcdef"
 func sampleDoc() *kvrouting.Document {
 	t0 := time.Date(2026, 12, 4, 3, 0, 0, 123, time.UTC)
 	return &kvrouting.Document{Resource: "conv/lunch", MigrationID: "m1", Target: "eu-west",
-		Primary: kvrouting.Location{Region: "us-east", Lock: kvrouting.Lock{Type: kvrouting.LockWrite, Token: wholeToken, NotBefore: t0, Expiry: t0.Add(time.Second)}},
+		Primary:   kvrouting.Location{Region: "us-east", Lock: kvrouting.Lock{Type: kvrouting.LockWrite, Token: wholeToken, NotBefore: t0, Expiry: t0.Add(time.Second)}},
 		Secondary: &kvrouting.Location{Region: "eu-west", Lock: kvrouting.Lock{Type: kvrouting.LockSecondary, Token: wholeToken, Expiry: t0.Add(time.Hour)}},
 		LastSwap:  &kvrouting.SwapRecord{MigrationID: "m0", Token: wholeToken}, UpdatedAt: t0}
 }

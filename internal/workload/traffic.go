@@ -85,9 +85,9 @@ func (s Stats) AvgFenceMs() float64 {
 type Traffic struct {
 	mu       sync.Mutex
 	failures map[string]int64
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	clients []*client.Client
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	clients  []*client.Client
 
 	attempted, acked, reads, failed atomic.Int64
 }
