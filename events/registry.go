@@ -81,3 +81,18 @@ func utcTimes(v reflect.Value) {
 		}
 	}
 }
+
+// BodyTypes returns every registered command and event type name with the
+// Go type of its body (tools: docs/schema, `cutover decode`).
+func BodyTypes() map[string]reflect.Type {
+	out := make(map[string]reflect.Type, len(registry))
+	for name, mk := range registry {
+		out[name] = reflect.TypeOf(mk()).Elem()
+	}
+	return out
+}
+
+// WireEnvelopeType is the Go type whose msgpack encoding is the envelope on
+// the wire (docs/wire-format.md): Body as the msgpack bytes of its type's
+// encoding ("p"), State likewise ("s").
+func WireEnvelopeType() reflect.Type { return reflect.TypeOf(wireEnvelope{}) }

@@ -30,12 +30,13 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) er
 		storage = jetstream.MemoryStorage
 	}
 	for _, sc := range []jetstream.StreamConfig{
-		{Name: events.CommandStream, Subjects: []string{events.CommandPrefix + ">"}, Retention: jetstream.WorkQueuePolicy,
-			Storage: storage, Replicas: r},
-		{Name: events.EventStream, Subjects: []string{events.EventPrefix + ">"}, Retention: jetstream.LimitsPolicy,
+		{Name: events.CommandStream, Description: "cutover migration commands (work queue; docs/wire-format.md)",
+			Subjects: []string{events.CommandPrefix + ">"}, Retention: jetstream.WorkQueuePolicy, Storage: storage, Replicas: r},
+		{Name: events.EventStream, Description: "cutover migration events, one subject per migration (docs/wire-format.md)",
+			Subjects: []string{events.EventPrefix + ">"}, Retention: jetstream.LimitsPolicy,
 			Storage: storage, Replicas: r, Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true},
-		{Name: events.WorkStream, Subjects: []string{events.WorkPrefix + ">"}, Retention: jetstream.WorkQueuePolicy,
-			Storage: storage, Replicas: r},
+		{Name: events.WorkStream, Description: "cutover migrations to drive, one message per active migration (work queue)",
+			Subjects: []string{events.WorkPrefix + ">"}, Retention: jetstream.WorkQueuePolicy, Storage: storage, Replicas: r},
 	} {
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("orchestrator: provision %s: %w", sc.Name, err)

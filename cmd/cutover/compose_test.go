@@ -30,6 +30,9 @@ import (
 
 const deployDir = "../../deploy"
 
+// repoRoot holds docker-compose.yml (its bind mounts are relative to it).
+const repoRoot = "../.."
+
 // --- a YAML subset: block mappings, "- scalar" lists, JSON flow lists ---
 
 type yline struct {
@@ -258,14 +261,14 @@ func urlPort(t *testing.T, where, raw string) int {
 	return portOf(t, where, u.Host)
 }
 
-// TestComposeFile checks deploy/docker-compose.yml: every cutover command
+// TestComposeFile checks docker-compose.yml (at the repository root): every cutover command
 // and health check parses (--check-config), listen ports are distinct
 // (the services share the host network), every --nats/--routes/--api URL
 // and health URL points at a port some service listens on with the right
 // role, every named volume is declared (and used), every depends_on names
 // a service; and the Dockerfile builds a static binary run as non-root.
 func TestComposeFile(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(deployDir, "docker-compose.yml"))
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +326,7 @@ func TestComposeFile(t *testing.T) {
 		for _, v := range strListOpt(t, name+".volumes", svc["volumes"]) {
 			src, _, _ := strings.Cut(v, ":")
 			if strings.HasPrefix(src, ".") || strings.HasPrefix(src, "/") {
-				if _, err := os.Stat(filepath.Join(deployDir, src)); err != nil {
+				if _, err := os.Stat(filepath.Join(repoRoot, src)); err != nil {
 					t.Errorf("%s: bind mount %q: %v", name, src, err)
 				}
 				continue

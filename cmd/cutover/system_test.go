@@ -132,3 +132,23 @@ func TestMigrateThroughTheStack(t *testing.T) {
 	st2 := alice.Stats()
 	t.Logf("migration %s completed: figures %+v; client 423s %d recovered %d", id, st.Figures, st2.Rejected423, st2.Recovered)
 }
+
+// Every stream the system creates says what it is (`nats stream ls`).
+func TestStreamsHaveDescriptions(t *testing.T) {
+	ts := startSystem(t)
+	ctx := context.Background()
+	lister := ts.sys.JS.ListStreams(ctx)
+	n := 0
+	for info := range lister.Info() {
+		n++
+		if info.Config.Description == "" {
+			t.Errorf("stream %s has no description", info.Config.Name)
+		}
+	}
+	if err := lister.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 4 {
+		t.Fatalf("only %d streams", n)
+	}
+}

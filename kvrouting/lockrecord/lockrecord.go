@@ -44,7 +44,8 @@ type Checker struct {
 
 // Provision creates the lock-record bucket with the given replicas.
 func Provision(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, Replicas: max(1, replicas), History: 1})
+	return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket,
+		Description: "cutover bench baseline: one lock record per resource (not used by the protocol)", Replicas: max(1, replicas), History: 1})
 }
 
 // New returns a Checker.

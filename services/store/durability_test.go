@@ -1,7 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	stdlog "log"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -89,4 +97,67 @@ func TestDurableAcrossReopen(t *testing.T) {
 			t.Fatal("wrong class")
 		}
 	})
+}
+
+// Pebble's log lines go to the store's slog logger at debug level: opening,
+// writing, closing and reopening a store (a WAL replay) prints nothing to
+// stdout or stderr, and the lines reach the logger.
+func TestPebbleLogsToSlog(t *testing.T) {
+	dir := t.TempDir()
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	out := captureStdio(t, func() {
+		for range 2 {
+			s, err := Open(Options{Dir: dir, Logger: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			MustPut(t, s, res, rec(fmt.Sprint(time.Now().UnixNano()), "message", "x"), true)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if out != "" {
+		t.Fatalf("the store wrote to stdout/stderr: %q", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), "component=pebble") {
+		t.Fatalf("no Pebble line reached the logger: %q", logged.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// captureStdio runs fn with os.Stdout and os.Stderr (and the standard log)
+// redirected, and returns what was written to them.
+func captureStdio(t *testing.T, fn func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldOut, oldErr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = w, w
+	stdlog.SetOutput(w)
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	defer func() {
+		os.Stdout, os.Stderr = oldOut, oldErr
+		stdlog.SetOutput(os.Stderr)
+	}()
+	fn()
+	_ = w.Close()
+	return <-done
 }

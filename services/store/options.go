@@ -1,6 +1,7 @@
 package store
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
@@ -41,6 +42,10 @@ type Options struct {
 	// Clock is the store's time source; nil means time.Now. It decides fence
 	// expiry, timestamps and tombstone expiry.
 	Clock func() time.Time
+	// Logger receives Pebble's log lines at debug level (its fatal errors
+	// at error level, then a panic); nil means slog.Default(). Nothing goes
+	// to stdout or the standard log.
+	Logger *slog.Logger
 }
 
 // EnsureDefaults fills the zero fields of o with their defaults. It does not
@@ -58,6 +63,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Sync == nil {
 		t := true
 		o.Sync = &t
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now

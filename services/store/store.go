@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -58,7 +59,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(blockCacheBytes)
 	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(dir, pebbleOptions(opts.FS, cache))
+	db, err := pebble.Open(dir, pebbleOptions(opts.FS, cache, pebbleLogger{opts.Logger}))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %q: %w", dir, err)
 	}
@@ -77,12 +78,27 @@ func Open(opts Options) (*Store, error) {
 // because every mutation does point reads (fence, counters, the record, the
 // digest) and an import reads ids that mostly do not exist yet; without
 // filters each miss reads a block from every level.
-func pebbleOptions(fs vfs.FS, cache *pebble.Cache) *pebble.Options {
-	o := &pebble.Options{FS: fs, Cache: cache, Levels: make([]pebble.LevelOptions, 7)}
+func pebbleOptions(fs vfs.FS, cache *pebble.Cache, log pebble.Logger) *pebble.Options {
+	o := &pebble.Options{FS: fs, Cache: cache, Levels: make([]pebble.LevelOptions, 7), Logger: log}
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	return o.EnsureDefaults()
+}
+
+// pebbleLogger routes Pebble's log lines to slog: informational lines at
+// debug level (a restart's WAL replay, compactions), fatal ones at error
+// level and then a panic (Pebble's own logger would exit the process).
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.log.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.log.Error(msg, "component", "pebble")
+	panic("pebble: " + msg)
 }
 
 // checkFormat records the format and slice width on first open and refuses a
