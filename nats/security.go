@@ -44,8 +44,12 @@ const (
 	// publish migration events.
 	IdentityService Identity = "service"
 	// IdentityReader is unprivileged: it may read (JetStream API, the
-	// contract's requests) but write neither ROUTING nor events nor
-	// commands.
+	// contract's read-only requests: export, digests, slice) but write
+	// neither ROUTING nor events nor commands, nor send the contract's
+	// mutating requests (fences, imports, grants, cleanups) or pages.
+	// Routing documents and events carry lock tokens whole (the
+	// enforcers need them); a reader sees them, and a token gives it
+	// nothing to act with (docs/wire-format.md "Tokens").
 	IdentityReader Identity = "reader"
 )
 
@@ -58,7 +62,13 @@ const (
 	commandSubjects = "cutover.cmd.>"
 	workSubjects    = "cutover.work.>"
 	eventStream     = "MIGRATION_EVENTS" // events.EventStream, kept in step by TestPermissionSubjects
+	pageSubjects    = "cutover.pages.>"  // contractnats.PagesSubjectPrefix
 )
+
+// contractMutations are the migration contract's requests that change a
+// service's state (contractnats.Op*, kept in step by
+// TestPermissionSubjects): cutover.contract.<region>.<service>.<op>.
+var contractMutations = []string{"fence", "unfence", "force-unfence", "cleanup", "import", "grant", "revoke", "reset", "checkpoint"}
 
 // destructive are the JetStream API requests that alter a stream's content
 // other than by publishing to it.
@@ -87,7 +97,10 @@ func Permissions(id Identity) (*server.Permissions, error) {
 	case IdentityService:
 		deny = append(append(append(deny, routing...), evts...), workSubjects, commandSubjects)
 	case IdentityReader:
-		deny = append(append(append(deny, routing...), evts...), workSubjects, commandSubjects)
+		deny = append(append(append(deny, routing...), evts...), workSubjects, commandSubjects, pageSubjects)
+		for _, op := range contractMutations {
+			deny = append(deny, "cutover.contract.*.*."+op)
+		}
 	default:
 		return nil, fmt.Errorf("%w: identity %q (want one of %v)", ErrInvalidOptions, id, Identities)
 	}

@@ -177,6 +177,33 @@ func TestSecurePermissions(t *testing.T) {
 	if e, err := kv.Get(ctx, "conv.x-orchestrator"); err != nil || string(e.Value()) != "doc" {
 		t.Fatalf("reader get: %v", err)
 	}
+	// A token it reads there gives it nothing to act with: it may not
+	// send the contract's mutating requests (a fence clear with the
+	// holder's token, say) nor publish pages; read-only requests pass.
+	for _, subj := range []string{"cutover.contract.us-east.messages.unfence", "cutover.contract.us-east.messages.fence",
+		"cutover.contract.us-east.messages.cleanup", "cutover.contract.us-east.messages.import", "cutover.pages.m1.messages"} {
+		if err := r.nc.Publish(subj, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for !strings.Contains(r.asyncErrs(), subj) {
+			if time.Now().After(deadline) {
+				t.Fatalf("reader publish to %s: no permission violation; async errors: %q", subj, r.asyncErrs())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := r.nc.Publish("cutover.contract.us-east.messages.digests", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	_ = r.nc.Flush()
+	time.Sleep(100 * time.Millisecond)
+	if strings.Contains(r.asyncErrs(), "messages.digests") {
+		t.Fatalf("a read-only contract request was denied: %q", r.asyncErrs())
+	}
 }
 
 // TestSecurePlaintextRefused: with TLS required, a client speaking plain

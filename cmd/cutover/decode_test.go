@@ -86,28 +86,41 @@ func TestDecodeRoutingValues(t *testing.T) {
 	}
 
 	// natscli itself, where it is installed (`go install
-	// github.com/nats-io/natscli/nats@v0.5.0`): the README's line.
+	// github.com/nats-io/natscli/nats@v0.5.0`): the README's line. natscli
+	// v0.5.0's `kv watch` has no --translate; `sub` on the bucket's
+	// subjects shows the same changes live.
 	natscli, err := exec.LookPath("nats")
 	if err != nil {
 		t.Log("natscli not on PATH: its --translate run is skipped (the decode path above is what it runs)")
 		return
 	}
 	bin := proctest.Binary(t, t.TempDir())
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, natscli, "--server", ns.ClientURL(), "kv", "watch", "ROUTING", "--translate", bin+" decode routing")
+	cmd := exec.CommandContext(cctx, natscli, "--server", ns.ClientURL(), "sub", "$KV.ROUTING.>", "--translate", bin+" decode routing")
 	var buf syncBuffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(buf.String(), `"type":"pre"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("natscli --translate printed no decoded pre-lock:\n%s", buf.String())
+	waitOutput := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(45 * time.Second)
+		for !strings.Contains(buf.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("natscli printed no %s:\n%s", what, buf.String())
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
+	}
+	waitOutput("Subscribing")
+	if _, err := lk.EscalateHardDelete(ctx, res, g.Token, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(`"type":"hard-delete"`)
+	if strings.Contains(buf.String(), string(g.Token)) {
+		t.Fatalf("a whole token in natscli's output:\n%s", buf.String())
 	}
 }
 

@@ -278,6 +278,7 @@ func lockLine(l kvrouting.Lock) string {
 func printRouting(w io.Writer, d *kvrouting.Document) {
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%-10s %s\n", k, fmt.Sprintf(format, args...)) }
 	row("resource", "%s (revision %d, leader read)", d.Resource, d.Revision)
+	row("key", "ROUTING %s", routingKey(d))
 	row("primary", "%-10s %s", d.Primary.Region, lockLine(d.Primary.Lock))
 	if d.Secondary != nil {
 		row("secondary", "%-10s %s", d.Secondary.Region, lockLine(d.Secondary.Lock))
@@ -289,6 +290,16 @@ func printRouting(w io.Writer, d *kvrouting.Document) {
 		row("last", "%s", d.LastMigrationID)
 	}
 	row("updated", "%s", rfc(d.UpdatedAt))
+}
+
+// routingKey is the KV key of d's resource in the ROUTING bucket (the id
+// escaped: kvrouting.Resource.Key).
+func routingKey(d *kvrouting.Document) string {
+	res, err := kvrouting.ParseResource(d.Resource)
+	if err != nil {
+		return "?"
+	}
+	return res.Key()
 }
 
 // heldLocks lists a document's locks, e.g. "pre lock at us-east, secondary

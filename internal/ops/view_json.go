@@ -156,7 +156,9 @@ func toEventJSON(seq uint64, e *events.Envelope) eventJSON {
 // routingDocJSON is the routing document in the shape of the API's GET
 // /v1/routing (services/client.RoutingDocument decodes it).
 type routingDocJSON struct {
-	Resource        string   `json:"resource"`
+	Resource string `json:"resource"`
+	// Key is the ROUTING KV key read (docs/wire-format.md, key escaping).
+	Key             string   `json:"key"`
 	Revision        uint64   `json:"revision"`
 	Source          string   `json:"source"`
 	Primary         locJSON  `json:"primary"`
@@ -190,7 +192,7 @@ func toLocJSON(l kvrouting.Location) locJSON {
 }
 
 func toRoutingJSON(d *kvrouting.Document) routingDocJSON {
-	j := routingDocJSON{Resource: d.Resource, Revision: d.Revision, Source: "leader", Primary: toLocJSON(d.Primary),
+	j := routingDocJSON{Resource: d.Resource, Key: routingKey(d), Revision: d.Revision, Source: "leader", Primary: toLocJSON(d.Primary),
 		MigrationID: d.MigrationID, Target: d.Target, PreLockExpiry: rfc(d.PreLockExpiry), MaxExpiry: rfc(d.MaxExpiry),
 		LastMigrationID: d.LastMigrationID, UpdatedAt: rfc(d.UpdatedAt)}
 	if d.Secondary != nil {
