@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,27 @@ func TestDecodeBadInput(t *testing.T) {
 			if _, err := Decode(kind, b); !errors.Is(err, ErrMalformed) {
 				t.Fatalf("%s %x: %v, want ErrMalformed", kind, b, err)
 			}
+		}
+	}
+}
+
+// docs/wire-format.md's key escaping examples are what Key computes.
+func TestWireFormatKeyExamples(t *testing.T) {
+	b, err := os.ReadFile("../../docs/wire-format.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for res, key := range map[string]string{"conv/lunch": "conv.lunch", "conv/a.b c": "conv.a=2Eb=20c", "conv/lunch/1": "conv.lunch=2F1"} {
+		r, err := kvrouting.ParseResource(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Key() != key {
+			t.Errorf("%s: key %s, the doc says %s", res, r.Key(), key)
+		}
+		if !strings.Contains(doc, "`"+res+"` →\n`"+key+"`") && !strings.Contains(doc, "`"+res+"` → `"+key+"`") {
+			t.Errorf("docs/wire-format.md does not show %s → %s", res, key)
 		}
 	}
 }
