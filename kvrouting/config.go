@@ -24,8 +24,19 @@ type LockConfig struct {
 	SecondaryLease time.Duration
 	// ConvergenceDelay is the declared max cache-tier TTL + replication
 	// bound; the pre-lock's not-before is now + this (paper 000 §4.1).
-	// Take it from Resolver.ConvergenceDelay. Zero means none (tests).
+	// Take it from Resolver.ConvergenceDelay. Unless FenceConvergence is
+	// set, the Locker never uses less than the ConvergenceDelay of any
+	// Resolver created on the same Store, so the zero value next to a
+	// caching resolver is safe (a cache cannot serve its unlocked copy
+	// past the pre-lock's not-before).
 	ConvergenceDelay time.Duration
+	// FenceConvergence declares that every enforcer of these locks also
+	// checks a fence in its own store, checked atomically with every
+	// mutation and read (services/store; issue 15): the pre-lock's
+	// not-before then waits for no cache and ConvergenceDelay is used as
+	// given, even zero. Without store fences this is unsafe: a cache's
+	// unlocked copy would allow writes under the write lock.
+	FenceConvergence bool
 	// ClockSkew is the margin by which holders stop early and enforcers hold
 	// late (default 2 s).
 	ClockSkew time.Duration

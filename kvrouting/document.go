@@ -105,8 +105,12 @@ type Document struct {
 	// recognises its own swap by it, and the next migration finds the
 	// token of the post-swap fence to clear when it moves the resource
 	// back. nil: no swap since documents carried it (an older writer).
-	LastSwap  *SwapRecord `msgpack:"ls,omitempty"`
-	UpdatedAt time.Time   `msgpack:"at"`
+	LastSwap *SwapRecord `msgpack:"ls,omitempty"`
+	// ForceReleasedAt is when an administrator last force-released the
+	// document's locks (Locker.ForceRelease); no other transition sets or
+	// clears it, so a watcher can tell a force release from a release.
+	ForceReleasedAt time.Time `msgpack:"frc,omitempty"`
+	UpdatedAt       time.Time `msgpack:"at"`
 
 	// Revision is the KV revision the document was read at (the paper's
 	// ETag). It is not stored in the value.

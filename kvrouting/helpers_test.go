@@ -65,6 +65,9 @@ func mustEnvURL(tb testing.TB, url string, replicas int) *env {
 	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Replicas: replicas}); err != nil {
 		tb.Fatalf("provision: %v", err)
 	}
+	if _, err := cnats.ProvisionRoutingHistory(ctx, js, replicas, 0); err != nil {
+		tb.Fatalf("provision history: %v", err)
+	}
 	st, err := NewStore(ctx, nc, js, "")
 	if err != nil {
 		tb.Fatal(err)

@@ -28,8 +28,22 @@ func NewLocker(store *Store, cfg LockConfig) (*Locker, error) {
 	return &Locker{store: store, cfg: cfg}, nil
 }
 
-// Config returns the effective configuration.
-func (l *Locker) Config() LockConfig { return l.cfg }
+// Config returns the effective configuration (ConvergenceDelay as the
+// next pre-lock will use it).
+func (l *Locker) Config() LockConfig {
+	c := l.cfg
+	c.ConvergenceDelay = l.convergenceDelay()
+	return c
+}
+
+// convergenceDelay is the pre-lock's wait: the configured delay, and at
+// least every same-store Resolver's unless FenceConvergence.
+func (l *Locker) convergenceDelay() time.Duration {
+	if l.cfg.FenceConvergence {
+		return l.cfg.ConvergenceDelay
+	}
+	return max(l.cfg.ConvergenceDelay, time.Duration(l.store.resolverDelay.Load()))
+}
 
 // Store returns the routing store.
 func (l *Locker) Store() *Store { return l.store }
@@ -130,7 +144,9 @@ func (l *Locker) PreLock(ctx context.Context, res Resource, target, migrationID 
 		tok = NewToken()
 	}
 	doc, err := l.mutate(ctx, res, nil, func(d *Document, now time.Time) (*Document, error) {
-		return preLock(d, now, tok, target, migrationID, &l.cfg)
+		cfg := l.cfg
+		cfg.ConvergenceDelay = l.convergenceDelay()
+		return preLock(d, now, tok, target, migrationID, &cfg)
 	})
 	if err != nil {
 		return Grant{}, err
@@ -237,7 +253,7 @@ func (l *Locker) ForceRelease(ctx context.Context, res Resource, approvers []str
 		}
 		d.LastMigrationID = firstNonEmpty(d.MigrationID, d.LastMigrationID)
 		clearMigration(d)
-		d.UpdatedAt = now.UTC()
+		d.ForceReleasedAt, d.UpdatedAt = now.UTC(), now.UTC()
 		return d, nil
 	})
 }

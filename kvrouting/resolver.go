@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	cnats "github.com/cutover/cutover/nats"
+	cnats "github.com/cutover/cutover/nats/natsclient"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -108,6 +108,7 @@ func NewResolver(store *Store, cfg ResolverConfig) (*Resolver, error) {
 		}
 		r.mirrorStream = cnats.MirrorStream(cfg.MirrorRegion)
 	}
+	store.noteResolver(r.ConvergenceDelay())
 	return r, nil
 }
 

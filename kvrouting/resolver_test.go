@@ -272,3 +272,68 @@ func TestLapsedLockIsNotCached(t *testing.T) {
 		t.Fatalf("swapped document not cached: %v %v", err, rs.Source)
 	}
 }
+
+// Library defaults are safe together (issue 17 #6): a Locker whose config
+// leaves ConvergenceDelay at zero, next to a caching Resolver on the same
+// Store, still makes the pre-lock wait out the resolver's cache, so the
+// resolver's unlocked copy can never decide "allow" for a new write under
+// the write lock. FenceConvergence (every enforcer also checks a store
+// fence) is the explicit way to wait for nothing.
+func TestZeroConvergenceDelayIsSafeWithACachingResolver(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	cfg := testLockConfig(e.clock)
+	cfg.ConvergenceDelay = 0
+	lk, err := NewLocker(e.store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := NewResolver(e.store, ResolverConfig{Tiers: []*Tier{NewTier("local", time.Hour, 0)}, ClockSkew: time.Second,
+		ReplicationBound: time.Second, Clock: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mustRegister(t, e, "safe", "us")
+	if _, err := rv.Resolve(ctx, res); err != nil { // the cache holds the unlocked copy
+		t.Fatal(err)
+	}
+	if got := lk.Config().ConvergenceDelay; got < rv.ConvergenceDelay() {
+		t.Fatalf("effective convergence delay %s, below the resolver's %s", got, rv.ConvergenceDelay())
+	}
+	g, err := lk.PreLock(ctx, res, "eu", "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The escalation cannot follow before the cache has expired ...
+	if _, err := lk.EscalateHardDelete(ctx, res, g.Token, g.Doc); !errors.Is(err, ErrNotConverged) {
+		t.Fatalf("escalation right after the pre-lock: %v, want ErrNotConverged", err)
+	}
+	// ... and once it may, the cached copy is gone: the resolver reads
+	// through and sees the lock.
+	e.clock.Advance(rv.ConvergenceDelay() + 2*time.Second)
+	d, err := lk.EscalateHardDelete(ctx, res, g.Token, g.Doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.EscalateWrite(ctx, res, g.Token, d); err != nil {
+		t.Fatal(err)
+	}
+	r, err := rv.Resolve(ctx, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec := Decide(r.Doc, "us", OpNewWrite, e.clock.Now(), time.Second); dec.Outcome == Allow {
+		t.Fatalf("a new write allowed under the write lock: %+v (served %s)", dec, r.Source)
+	}
+
+	// FenceConvergence: no wait, by declaration.
+	fcfg := testLockConfig(e.clock)
+	fcfg.ConvergenceDelay, fcfg.FenceConvergence = 0, true
+	flk, err := NewLocker(e.store, fcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := flk.Config().ConvergenceDelay; got != 0 {
+		t.Fatalf("fence convergence: delay %s, want 0", got)
+	}
+}

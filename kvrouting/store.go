@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	cnats "github.com/cutover/cutover/nats"
+	cnats "github.com/cutover/cutover/nats/natsclient"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -32,11 +32,26 @@ func (s Stats) Reads() uint64 { return s.LeaderReads + s.DirectReads + s.MirrorR
 // documents. It is safe for concurrent use.
 type Store struct {
 	nc     *nats.Conn
+	js     jetstream.JetStream
 	kv     jetstream.KeyValue
 	stream string
 	prefix string
 
 	leaderReads, directReads, mirrorReads, writes, conflicts atomic.Uint64
+
+	// resolverDelay is the largest ConvergenceDelay of the Resolvers
+	// created on this store (LockConfig.ConvergenceDelay).
+	resolverDelay atomic.Int64
+}
+
+// noteResolver records a Resolver's convergence delay.
+func (s *Store) noteResolver(d time.Duration) {
+	for {
+		cur := s.resolverDelay.Load()
+		if int64(d) <= cur || s.resolverDelay.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
 }
 
 // NewStore binds to an existing routing bucket (see cnats.ProvisionRouting).
@@ -51,7 +66,7 @@ func NewStore(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, bucket
 	if err != nil {
 		return nil, fmt.Errorf("%w: bind bucket %s: %w", ErrUnavailable, bucket, err)
 	}
-	return &Store{nc: nc, kv: kv, stream: "KV_" + bucket, prefix: "$KV." + bucket + "."}, nil
+	return &Store{nc: nc, js: js, kv: kv, stream: "KV_" + bucket, prefix: "$KV." + bucket + "."}, nil
 }
 
 // Stats returns the operation counters.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/cutover/cutover/nats/natsclient"
 )
 
 // Cluster defaults.
@@ -99,7 +101,7 @@ func startCluster(opts ClusterOptions, dirPrefix string, routes routeFunc) (*Clu
 	if name == "" {
 		name = DefaultClusterName
 	}
-	if !validToken(name, false) {
+	if !natsclient.ValidToken(name, false) {
 		return nil, fmt.Errorf("%w: cluster name %q", ErrInvalidOptions, name)
 	}
 

@@ -8,11 +8,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cutover/cutover/nats/natsclient"
 )
 
 // DefaultTimeout is applied to I/O in this package when the caller's context
-// has no deadline.
-const DefaultTimeout = 5 * time.Second
+// has no deadline (natsclient.DefaultTimeout).
+const DefaultTimeout = natsclient.DefaultTimeout
 
 // Connection defaults applied by Connect before the caller's options.
 const (
@@ -32,10 +34,7 @@ const (
 // gets no reply, and must fail fast so the caller can retry on the new
 // connection instead of waiting out its whole budget.
 func withRequestTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
+	return natsclient.WithRequestTimeout(ctx, d)
 }
 
 // RetryIdempotent runs fn (an idempotent JetStream API call, such as a
@@ -77,10 +76,7 @@ func Transient(err error) bool {
 }
 
 func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
+	return natsclient.WithDefaultTimeout(ctx, d)
 }
 
 // Connect connects to urls (a comma-separated list, as nats.Connect accepts)

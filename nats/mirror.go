@@ -4,40 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cutover/cutover/nats/natsclient"
 )
 
-// maxRegionLen keeps mirror stream names well inside JetStream's limits.
-const maxRegionLen = 64
+// ValidateRegion is natsclient.ValidateRegion.
+func ValidateRegion(region string) error { return natsclient.ValidateRegion(region) }
 
-// ValidateRegion reports whether region can name a mirror: 1 to 64 of
-// A-Z a-z 0-9 '-' '_' (the KV bucket alphabet). It returns an error wrapping
-// ErrInvalidName. Regions are not sanitised, because two regions that
-// sanitise to the same name would silently share a mirror.
-func ValidateRegion(region string) error {
-	if region == "" || len(region) > maxRegionLen {
-		return fmt.Errorf("%w: region %q: length must be 1..%d", ErrInvalidName, region, maxRegionLen)
-	}
-	for _, r := range region {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
-		if !ok {
-			return fmt.Errorf("%w: region %q: character %q", ErrInvalidName, region, r)
-		}
-	}
-	return nil
-}
+// MirrorBucket is natsclient.MirrorBucket ("ROUTING_MIRROR_<region>").
+func MirrorBucket(region string) string { return natsclient.MirrorBucket(region) }
 
-// MirrorBucket returns the bucket name of region's read replica of ROUTING,
-// e.g. "ROUTING_MIRROR_eu-west". It does not validate region; the functions
-// that create or read the mirror do (ValidateRegion).
-func MirrorBucket(region string) string { return RoutingBucket + "_MIRROR_" + region }
-
-// MirrorStream returns the stream name of region's mirror,
-// "KV_" + MirrorBucket(region). Its subjects are those of ROUTING
-// ("$KV.ROUTING.<key>"), so RoutingSubject works on it.
-func MirrorStream(region string) string { return "KV_" + MirrorBucket(region) }
+// MirrorStream is natsclient.MirrorStream ("KV_ROUTING_MIRROR_<region>").
+func MirrorStream(region string) string { return natsclient.MirrorStream(region) }
 
 // ProvisionMirror creates or updates region's read replica of ROUTING: a
 // stream mirroring KV_ROUTING with the same per-key history, with direct gets
@@ -105,54 +85,10 @@ func ProvisionMirror(ctx context.Context, js jetstream.JetStream, region string,
 	return st, nil
 }
 
-// MirrorHealth is what a mirror stream reports about its replication from
-// the origin.
-type MirrorHealth struct {
-	// Lag is how many messages the mirror is behind the origin, as of the
-	// last contact. It is only meaningful while Active is small.
-	Lag uint64
-	// Active is the time since the mirror last heard from the origin
-	// (messages or the 1 s idle heartbeat). Negative means never.
-	Active time.Duration
-	// Err is the replication error the server reports, "" when healthy.
-	Err string
-}
+// MirrorHealth is natsclient.MirrorHealth.
+type MirrorHealth = natsclient.MirrorHealth
 
-// Fresh reports whether the mirror may serve reads under a staleness bound:
-// no error, heard from the origin within maxSilence, and at most maxLag
-// messages behind (DESIGN.md "Reading the routing document").
-func (h MirrorHealth) Fresh(maxLag uint64, maxSilence time.Duration) bool {
-	return h.Err == "" && h.Active >= 0 && h.Active <= maxSilence && h.Lag <= maxLag
-}
-
-// ReadMirrorHealth reads region's mirror stream info and returns its
-// replication health. It returns ErrInvalidName, ErrStreamNotFound when the
-// mirror does not exist, ErrNotMirror, or the wrapped JetStream error, and
-// applies DefaultTimeout when ctx has no deadline.
+// ReadMirrorHealth is natsclient.ReadMirrorHealth.
 func ReadMirrorHealth(ctx context.Context, js jetstream.JetStream, region string) (MirrorHealth, error) {
-	if err := ValidateRegion(region); err != nil {
-		return MirrorHealth{}, err
-	}
-	ctx, cancel := withDefaultTimeout(ctx, DefaultTimeout)
-	defer cancel()
-	name := MirrorStream(region)
-	st, err := js.Stream(ctx, name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return MirrorHealth{}, fmt.Errorf("cnats: mirror health %s: %w: %w", name, ErrStreamNotFound, err)
-	}
-	if err != nil {
-		return MirrorHealth{}, fmt.Errorf("cnats: mirror health %s: %w", name, err)
-	}
-	m := st.CachedInfo().Mirror
-	if m == nil {
-		return MirrorHealth{}, fmt.Errorf("cnats: mirror health %s: %w", name, ErrNotMirror)
-	}
-	h := MirrorHealth{Lag: m.Lag, Active: m.Active}
-	if m.Error != nil {
-		h.Err = m.Error.Description
-		if h.Err == "" {
-			h.Err = m.Error.Error()
-		}
-	}
-	return h, nil
+	return natsclient.ReadMirrorHealth(ctx, js, region)
 }

@@ -5,25 +5,29 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cutover/cutover/nats/natsclient"
 )
 
 // Names of the routing bucket (DESIGN.md "The routing document").
 const (
 	// RoutingBucket is the KV bucket holding one routing document per
 	// logical resource.
-	RoutingBucket = "ROUTING"
+	RoutingBucket = natsclient.RoutingBucket
 	// RoutingStream is the JetStream stream behind RoutingBucket.
-	RoutingStream = "KV_" + RoutingBucket
+	RoutingStream = natsclient.RoutingStream
 	// RoutingSubjectPrefix prefixes every key's subject in RoutingStream.
-	RoutingSubjectPrefix = "$KV." + RoutingBucket + "."
+	RoutingSubjectPrefix = natsclient.RoutingSubjectPrefix
 )
 
 // Routing bucket defaults.
 const (
-	// DefaultRoutingHistory keeps a few revisions per key. Compare-and-swap
-	// needs only the latest; the rest let an operator see the lock states a
-	// document went through.
-	DefaultRoutingHistory uint8 = 5
+	// DefaultRoutingHistory keeps a few migrations' revisions per key.
+	// Compare-and-swap needs only the latest; the rest let an operator see
+	// the lock states a document went through, and let the routing history
+	// mirror (ProvisionRoutingHistory) copy every revision even while it
+	// lags behind by a few.
+	DefaultRoutingHistory uint8 = 16
 	// MaxReplicas is the largest replica count JetStream accepts.
 	MaxReplicas = 5
 )

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/cutover/cutover/nats/natsclient"
 )
 
 // Defaults applied by StartServer for zero-valued Options fields.
@@ -113,10 +115,10 @@ func (o Options) Validate() error {
 	if o.ClusterName == "" && (len(o.Routes) > 0 || o.ClusterPort != 0) {
 		return fmt.Errorf("%w: routes or cluster port without a cluster name", ErrInvalidOptions)
 	}
-	if !validToken(o.ClusterName, true) {
+	if !natsclient.ValidToken(o.ClusterName, true) {
 		return fmt.Errorf("%w: cluster name %q", ErrInvalidOptions, o.ClusterName)
 	}
-	if !validToken(o.Name, true) {
+	if !natsclient.ValidToken(o.Name, true) {
 		return fmt.Errorf("%w: server name %q", ErrInvalidOptions, o.Name)
 	}
 	for _, r := range o.Routes {
@@ -443,22 +445,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b)
-}
-
-// validToken reports whether name can be used as a NATS server, cluster or
-// stream name or as a single subject token: printable, no whitespace, no
-// '.', '*', '>', path separators. empty allows "".
-func validToken(name string, empty bool) bool {
-	if name == "" {
-		return empty
-	}
-	for _, r := range name {
-		switch {
-		case r <= ' ' || r == 0x7f:
-			return false
-		case r == '.' || r == '*' || r == '>' || r == '/' || r == '\\':
-			return false
-		}
-	}
-	return true
 }

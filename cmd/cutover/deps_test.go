@@ -41,3 +41,26 @@ func TestBinaryDoesNotLinkTesting(t *testing.T) {
 		t.Fatalf("the cutover binary links package testing, imported by %v", importers)
 	}
 }
+
+// TestLibrariesDoNotLinkTheServer guards issue 17 #6: the packages a
+// downstream service imports — the routing library, the SDK, the event
+// types, the contract — build without nats-server (the embedded servers
+// live in package nats; the client side in nats/natsclient).
+func TestLibrariesDoNotLinkTheServer(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not on PATH")
+	}
+	for _, pkg := range []string{"../../kvrouting", "../../services/client", "../../events", "../../services/contract", "../../nats/natsclient"} {
+		out, err := exec.Command(gobin, "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for line := range strings.Lines(string(out)) {
+			if strings.Contains(line, "nats-server") {
+				t.Errorf("%s depends on %s", pkg, strings.TrimSpace(line))
+				break
+			}
+		}
+	}
+}

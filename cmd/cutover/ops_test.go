@@ -106,6 +106,40 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatal("no migration id")
 	}
 
+	t.Run("watch --history", func(t *testing.T) {
+		code, out, errs := run(t, "watch", "conv/ops1", "--history", "--count", "5", "--nats", s.nats)
+		if code != 0 {
+			t.Fatalf("exit %d: %s\n%s", code, errs, out)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		want := []string{"registered", "pre-locked", "escalated", "escalated", "swapped"}
+		if len(lines) != len(want) {
+			t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+		}
+		for i, w := range want {
+			if !strings.Contains(lines[i], " "+w+" ") || !strings.Contains(lines[i], "conv/ops1") {
+				t.Errorf("line %d %q: want %s", i, lines[i], w)
+			}
+		}
+		if !strings.Contains(lines[4], "eu-west") || !strings.Contains(lines[3], "write lock") {
+			t.Errorf("lines:\n%s", out)
+		}
+		code, out, errs = run(t, "watch", "--kind", "conv", "--history", "--count", "1", "--json", "--nats", s.nats)
+		if code != 0 {
+			t.Fatalf("--json: exit %d: %s", code, errs)
+		}
+		var c struct {
+			Resource, Kind string
+			Primary        struct{ Region, Lock string }
+		}
+		if err := json.Unmarshal([]byte(out), &c); err != nil || c.Kind != "registered" || c.Primary.Lock != "none" {
+			t.Fatalf("--json: %q %v", out, err)
+		}
+		if code, _, _ := run(t, "watch", "conv/ops1", "--kind", "conv", "--nats", s.nats); code != 2 {
+			t.Fatalf("a resource and --kind: exit %d, want 2", code)
+		}
+	})
+
 	t.Run("history", func(t *testing.T) {
 		code, out, errs := run(t, "history", id, "--nats", s.nats)
 		if code != 0 {

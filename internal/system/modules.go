@@ -247,7 +247,10 @@ func NewResolvers(cfg *Config, st *kvrouting.Store, js jetstream.JetStream, ttls
 
 func provideLocker(cfg *Config, st *kvrouting.Store, rs Resolvers) (*kvrouting.Locker, error) {
 	lc := cfg.Locks
-	if cfg.Orchestrator.Convergence != orchestrator.ConvergenceFence {
+	if cfg.Orchestrator.Convergence == orchestrator.ConvergenceFence {
+		// The stores' fences stand in for the caches' expiry.
+		lc.FenceConvergence = true
+	} else {
 		// The paper's wait: the pre-lock's not-before is after every
 		// cache's TTL. Fence-driven convergence (the default) waits for
 		// none (orchestrator.Config.Convergence).

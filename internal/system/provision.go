@@ -65,6 +65,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, c ProvisionConfig) e
 		steps = append(steps, step{"routing bucket", func(ctx context.Context) error {
 			_, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Nodes: c.Nodes, History: c.RoutingHistory})
 			return err
+		}}, step{"routing history", func(ctx context.Context) error {
+			_, err := cnats.ProvisionRoutingHistory(ctx, js, replicas, 0)
+			return err
 		}})
 	}
 	for _, r := range c.Mirrors {

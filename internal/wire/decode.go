@@ -89,6 +89,7 @@ type Routing struct {
 	MaxExpiry       string    `json:"max_expiry,omitempty"`
 	LastMigrationID string    `json:"last_migration_id,omitempty"`
 	LastSwap        *Swap     `json:"last_swap,omitempty"`
+	ForceReleasedAt string    `json:"force_released_at,omitempty"`
 	UpdatedAt       string    `json:"updated_at"`
 }
 
@@ -106,7 +107,7 @@ func RoutingOf(d *kvrouting.Document) Routing {
 	}
 	r := Routing{SchemaVersion: d.SchemaVersion, Resource: d.Resource, Primary: loc(d.Primary),
 		MigrationID: d.MigrationID, Target: d.Target, PreLockExpiry: ts(d.PreLockExpiry), MaxExpiry: ts(d.MaxExpiry),
-		LastMigrationID: d.LastMigrationID, UpdatedAt: ts(d.UpdatedAt)}
+		LastMigrationID: d.LastMigrationID, ForceReleasedAt: ts(d.ForceReleasedAt), UpdatedAt: ts(d.UpdatedAt)}
 	if res, err := kvrouting.ParseResource(d.Resource); err == nil {
 		r.Key = res.Key()
 	}

@@ -88,7 +88,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	locker, err := kvrouting.NewLocker(store, kvrouting.LockConfig{ConvergenceDelay: 0, ClockSkew: time.Second})
+	locker, err := kvrouting.NewLocker(store, kvrouting.LockConfig{FenceConvergence: true, ClockSkew: time.Second}) // locks in force at once: the lock paths are measured
 	if err != nil {
 		return Result{}, err
 	}

@@ -174,7 +174,7 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 	c := newClock()
 	lk, err := kvrouting.NewLocker(rs, kvrouting.LockConfig{
 		PreLockLease: time.Hour, HardDeleteLease: 10 * time.Minute, WriteLease: time.Hour,
-		MaxLease: 3 * time.Hour, SecondaryLease: 24 * time.Hour, ClockSkew: skew, Clock: c.Now,
+		MaxLease: 3 * time.Hour, SecondaryLease: 24 * time.Hour, ClockSkew: skew, Clock: c.Now, FenceConvergence: true,
 	})
 	if err != nil {
 		tb.Fatalf("NewLocker: %v", err)

@@ -95,7 +95,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	c := newClock()
 	lk, err := kvrouting.NewLocker(rs, kvrouting.LockConfig{
 		PreLockLease: time.Hour, HardDeleteLease: 10 * time.Minute, WriteLease: time.Minute,
-		MaxLease: 3 * time.Hour, SecondaryLease: 24 * time.Hour, ConvergenceDelay: 0,
+		MaxLease: 3 * time.Hour, SecondaryLease: 24 * time.Hour, ConvergenceDelay: 0, FenceConvergence: true,
 		ClockSkew: skew, Clock: c.Now,
 	})
 	if err != nil {

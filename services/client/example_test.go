@@ -143,13 +143,15 @@ func startDevAPI() (baseURL string, locker *kvrouting.Locker, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// A millisecond of clock skew: one process, one clock.
-	locker, err = kvrouting.NewLocker(store, kvrouting.LockConfig{ClockSkew: time.Millisecond})
+	// A millisecond of clock skew: one process, one clock. The chat
+	// region's stores hold fences (FenceConvergence): the pre-lock waits
+	// for no routing cache. Without them, leave it unset and the locker
+	// waits out the resolver's convergence delay.
+	locker, err = kvrouting.NewLocker(store, kvrouting.LockConfig{ClockSkew: time.Millisecond, FenceConvergence: true})
 	if err != nil {
 		log.Fatal(err)
 	}
-	// No routing cache, so a lock shows at once; with a cache the
-	// migration would first wait out its TTL (the convergence delay).
+	// No routing cache to speak of (1 ns), so a lock shows at once.
 	resolver, err := kvrouting.NewResolver(store, kvrouting.ResolverConfig{
 		Tiers: []*kvrouting.Tier{kvrouting.NewTier("none", time.Nanosecond, 0)}, ClockSkew: time.Millisecond,
 	})
