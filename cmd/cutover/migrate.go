@@ -27,12 +27,13 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func migrateStart(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("migrate start", "migrate start RESOURCE --to REGION [--wait] [--timeout D] [--json] [--nats URL]", stdout)
+	fs := newFlags("migrate start", "migrate start RESOURCE --to REGION [--wait] [--dry-run] [--timeout D] [--json] [--nats URL]", stdout)
 	url := natsFlag(fs)
 	to := fs.String("to", "", "target region (required)")
 	wait := fs.Bool("wait", false, "follow the migration to its end, printing its phase transitions")
 	timeout := fs.Duration("timeout", time.Hour, "with --wait: give up following after this long (0 = never; the migration goes on)")
 	asJSON := fs.Bool("json", false, "print JSON (with --wait: one event per line)")
+	dry := fs.Bool("dry-run", false, "run the pre-flight and print the plan; write nothing")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -40,11 +41,14 @@ func migrateStart(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := wantArgs(pos, 1, 1, "RESOURCE (kind/id)"); err != nil {
 		return err
 	}
+	if *dry {
+		return ops.DryRun(ctx, ops.StartRequest{NATS: *url, Resource: pos[0], Target: *to, JSON: *asJSON}, stdout)
+	}
 	return ops.Start(ctx, ops.StartRequest{NATS: *url, Resource: pos[0], Target: *to, Wait: *wait, Timeout: *timeout, JSON: *asJSON}, stdout, stderr)
 }
 
 func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("migrate tenant", "migrate tenant TENANT --to REGION (--resources r1,r2,... | --resources-file F) [--concurrency N] [--timeout D] [--json] [--nats URL]", stdout)
+	fs := newFlags("migrate tenant", "migrate tenant TENANT --to REGION (--resources r1,r2,... | --resources-file F) [--concurrency N] [--dry-run] [--timeout D] [--json] [--nats URL]", stdout)
 	url := natsFlag(fs)
 	to := fs.String("to", "", "target region (required)")
 	list := fs.String("resources", "", "the tenant's resources (kind/id), comma separated")
@@ -52,6 +56,7 @@ func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer)
 	conc := fs.Int("concurrency", 0, "migrations in flight at once (0 = the orchestrator's default)")
 	timeout := fs.Duration("timeout", 24*time.Hour, "give up following after this long (0 = never; the migration goes on)")
 	asJSON := fs.Bool("json", false, "print progress as JSON lines")
+	dry := fs.Bool("dry-run", false, "run the pre-flight of every resource and print the plans; write nothing")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -59,8 +64,12 @@ func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := wantArgs(pos, 1, 1, "TENANT"); err != nil {
 		return err
 	}
-	return ops.StartTenant(ctx, ops.TenantRequest{NATS: *url, Tenant: pos[0], Target: *to, Resources: *list, ResourcesFile: *file,
-		Concurrency: *conc, Timeout: *timeout, JSON: *asJSON}, stdout, stderr)
+	r := ops.TenantRequest{NATS: *url, Tenant: pos[0], Target: *to, Resources: *list, ResourcesFile: *file,
+		Concurrency: *conc, Timeout: *timeout, JSON: *asJSON}
+	if *dry {
+		return ops.DryRunTenant(ctx, r, stdout)
+	}
+	return ops.StartTenant(ctx, r, stdout, stderr)
 }
 
 func migrateStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ type cliSystem struct {
 	api  string
 	orch *orchestrator.Client
 	lk   *kvrouting.Locker
+	sys  *system.System
 }
 
 func startCLISystem(t *testing.T, tweak func(*system.Config)) *cliSystem {
@@ -39,7 +41,7 @@ func startCLISystem(t *testing.T, tweak func(*system.Config)) *cliSystem {
 			tweak(c)
 		}
 	})
-	return &cliSystem{nats: ts.sys.NATSURL, api: ts.api, orch: ts.orch, lk: ts.lk}
+	return &cliSystem{nats: ts.sys.NATSURL, api: ts.api, orch: ts.orch, lk: ts.lk, sys: ts.sys}
 }
 
 func mustClient(t *testing.T, api, user string) *client.Client {
@@ -137,6 +139,55 @@ func TestOperatorCommands(t *testing.T) {
 		}
 		if code, _, _ := run(t, "watch", "conv/ops1", "--kind", "conv", "--nats", s.nats); code != 2 {
 			t.Fatalf("a resource and --kind: exit %d, want 2", code)
+		}
+	})
+
+	t.Run("migrate start --dry-run", func(t *testing.T) {
+		// What a dry run must not touch: the routing revision and every
+		// stream's last sequence.
+		snapshot := func() map[string]uint64 {
+			seqs := map[string]uint64{}
+			l := s.sys.JS.ListStreams(ctx)
+			for info := range l.Info() {
+				seqs[info.Config.Name] = info.State.LastSeq
+			}
+			if err := l.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return seqs
+		}
+		before := snapshot()
+		code, out, errs := run(t, "migrate", "start", "conv/ops1", "--to", "us-east", "--dry-run", "--nats", s.nats)
+		if code != 0 {
+			t.Fatalf("exit %d: %s\n%s", code, errs, out)
+		}
+		for _, want := range []string{"nothing written", "ok   resource exists", "ok   not locked", "ok   target region healthy",
+			"services answer the contract", "records 1", "estimated write lock"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("dry run lacks %q:\n%s", want, out)
+			}
+		}
+		if after := snapshot(); !reflect.DeepEqual(before, after) {
+			t.Fatalf("a dry run wrote: streams %v → %v", before, after)
+		}
+		// A failed pre-flight: already at the target.
+		code, out, _ = run(t, "migrate", "start", "conv/ops1", "--to", "eu-west", "--dry-run", "--json", "--nats", s.nats)
+		var p struct {
+			OK     bool
+			Checks []struct {
+				Name string
+				OK   bool
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &p); err != nil || code != 1 || p.OK {
+			t.Fatalf("dry run to where it is: exit %d, %v, %s", code, err, out)
+		}
+		code, out, errs = run(t, "migrate", "tenant", "t1", "--to", "us-east", "--resources", "conv/ops1", "--dry-run", "--nats", s.nats)
+		if code != 0 || !strings.Contains(out, "tenant t1: 1 resources") {
+			t.Fatalf("tenant dry run: exit %d %s\n%s", code, errs, out)
+		}
+		if after := snapshot(); !reflect.DeepEqual(before, after) {
+			t.Fatalf("a tenant dry run wrote: streams %v → %v", before, after)
 		}
 	})
 

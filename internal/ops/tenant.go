@@ -128,10 +128,27 @@ type progress struct {
 	drawn  bool
 	ids    map[string]string // resource → migration id
 	failed []string
+	// start is when the fan-out began (its first event's time), for the
+	// ETA: the rest at the completion rate observed so far.
+	start time.Time
+}
+
+// eta is the expected time left at the observed completion rate ("" until
+// one has finished).
+func (p *progress) eta(f *events.TenantState, now time.Time) string {
+	done := f.Finished()
+	if done == 0 || p.start.IsZero() || done >= p.total {
+		return ""
+	}
+	left := time.Duration(float64(now.Sub(p.start)) / float64(done) * float64(p.total-done))
+	return "ETA " + left.Round(100*time.Millisecond).String()
 }
 
 func (p *progress) update(e *events.Envelope) {
 	f := e.State.Fanout
+	if p.start.IsZero() {
+		p.start = e.Time
+	}
 	b, _ := e.Body.(events.TenantProgress)
 	if b.Started != "" {
 		p.ids[b.Started] = b.StartedID
@@ -148,14 +165,15 @@ func (p *progress) update(e *events.Envelope) {
 	switch {
 	case p.json:
 		_ = writeJSONLine(p.out, map[string]any{"resource": b.Finished, "migration_id": p.ids[b.Finished], "outcome": b.Outcome,
-			"finished": f.Finished(), "total": p.total, "completed": f.Completed, "failed": f.Failed, "dropped": f.Dropped, "active": len(f.Active)})
+			"finished": f.Finished(), "total": p.total, "completed": f.Completed, "failed": f.Failed, "dropped": f.Dropped, "active": len(f.Active),
+			"eta": p.eta(f, e.Time)})
 	case p.tty:
 		if b.Outcome == events.StatusFailed {
 			fmt.Fprintf(p.out, "\r\033[K  %s failed (%s)\n", b.Finished, p.ids[b.Finished])
 		}
 		p.draw(f)
 	default:
-		fmt.Fprintf(p.out, "  [%d/%d] %s %s (%s)\n", f.Finished(), p.total, b.Finished, b.Outcome, p.ids[b.Finished])
+		fmt.Fprintf(p.out, "  [%d/%d] %s %s (%s) %s\n", f.Finished(), p.total, b.Finished, b.Outcome, p.ids[b.Finished], p.eta(f, e.Time))
 	}
 }
 
@@ -165,8 +183,8 @@ func (p *progress) draw(f *events.TenantState) {
 	if p.total > 0 {
 		n = f.Finished() * width / p.total
 	}
-	fmt.Fprintf(p.out, "\r\033[K[%s%s] %d/%d  completed %d  failed %d  dropped %d  active %d",
-		strings.Repeat("#", n), strings.Repeat(".", width-n), f.Finished(), p.total, f.Completed, f.Failed, f.Dropped, len(f.Active))
+	fmt.Fprintf(p.out, "\r\033[K[%s%s] %d/%d  completed %d  failed %d  dropped %d  active %d  %s",
+		strings.Repeat("#", n), strings.Repeat(".", width-n), f.Finished(), p.total, f.Completed, f.Failed, f.Dropped, len(f.Active), p.eta(f, time.Now()))
 	p.drawn = true
 }
 
