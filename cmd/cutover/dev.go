@@ -15,17 +15,21 @@ func init() {
 }
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("dev", "dev [--http ADDR] [--data DIR] [--regions a,b] [--cluster 1|3] [--nats-port N] [--queue-writes D]", stdout)
+	fs := newFlags("dev", "dev [--http ADDR] [--dashboard ADDR] [--data DIR] [--regions a,b] [--cluster 1|3] [--nats-port N] [--queue-writes D]", stdout)
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the HTTP API")
 	data := fs.String("data", "", "data directory (NATS store and Pebble stores); empty = a temporary directory")
 	regions := fs.String("regions", "us-east,eu-west", "regions, comma separated; the first is the write region")
 	cluster := fs.Int("cluster", 1, "embedded JetStream nodes (1, or 3 for an R3 cluster)")
 	natsPort := fs.Int("nats-port", 4222, "client port of the embedded NATS server (0 = any free port)")
+	dashboard := fs.String("dashboard", "127.0.0.1:8081", "address of the operator dashboard and the projector's read models (/v1/migrations, /v1/tenants/{id})")
 	queue := addQueueFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	scfg := system.Config{Regions: splitList(*regions), HTTPAddr: *httpAddr, Cluster: *cluster, NATSPort: *natsPort}
+	if err := checkListenAddr("dashboard", *dashboard); err != nil {
+		return err
+	}
+	scfg := system.Config{Regions: splitList(*regions), HTTPAddr: *httpAddr, Cluster: *cluster, NATSPort: *natsPort, DashboardAddr: *dashboard}
 	if err := queue.apply(&scfg); err != nil {
 		return err
 	}
@@ -50,6 +54,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "cutover dev: regions %s (write region %s)\n", strings.Join(cfg.Regions, ", "), cfg.Regions[0])
 	fmt.Fprintf(stdout, "  NATS      %s\n", sys.NATSURL)
 	fmt.Fprintf(stdout, "  HTTP API  %s   (try: curl -s -H 'Authorization: Bearer user:alice' -H 'Content-Type: application/json' -X POST %s/v1/conversations -d '{\"title\":\"hello\"}')\n", sys.APIURL, sys.APIURL)
+	fmt.Fprintf(stdout, "  dashboard %s/   (read models: %s/v1/migrations)\n", sys.DashboardURL, sys.DashboardURL)
 	fmt.Fprintf(stdout, "  data      %s\n", dir)
 	fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	select {

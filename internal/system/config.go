@@ -44,6 +44,9 @@ type Config struct {
 	// HTTPAddr is the user-facing API's listen address ("" = any free
 	// loopback port).
 	HTTPAddr string
+	// DashboardAddr, if set, serves the projector's read models and the
+	// operator dashboard there ("127.0.0.1:0" = any free port).
+	DashboardAddr string
 	// Timings (paper 001 Table 5, dev values).
 	Tiers            []time.Duration
 	ReplicationBound time.Duration

@@ -42,6 +42,9 @@ type System struct {
 	// is its handler (QueueStats).
 	APIURL    string
 	API       *api.Server
+	// DashboardURL serves the projector's read models and the operator
+	// dashboard (Config.DashboardAddr; "" without).
+	DashboardURL string
 	Orch      *orchestrator.Client
 	Directory orchestrator.Directory
 	// Workers are the workers Start runs (none with Config.Workers = -1);
@@ -81,8 +84,13 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		opts = []fx.Option{Core(&cfg), API(), Orchestration(),
 			fx.Populate(&ep, &hs, &s.NC, &s.JS, &s.Routing, &s.Locker, &s.Resolvers, &s.Regions, &s.Orch, &dir, &s.Workers, &s.Metrics, &s.API)}
 	)
+	var ph ProjectorHTTP
 	if !cfg.NoProjector {
 		opts = append(opts, Projection(), fx.Populate(&s.Projector))
+		if cfg.DashboardAddr != "" {
+			// The projector's read models and the operator dashboard.
+			opts = append(opts, fx.Supply(ProjectorAddr(cfg.DashboardAddr)), fx.Provide(serveProjectorHTTP), fx.Populate(&ph))
+		}
 	}
 	opts = append(opts, Metrics(!cfg.NoEventMetrics))
 	s.app = NewApp(opts...)
@@ -91,6 +99,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, err
 	}
 	s.NATSURL, s.APIURL, s.Directory = ep.URL, hs.URL(), dir
+	if ph.HTTPServer != nil {
+		s.DashboardURL = ph.URL()
+	}
 	s.Source, s.Target = cfg.Regions[0], cfg.Regions[min(1, len(cfg.Regions)-1)]
 	return s, nil
 }

@@ -20,6 +20,8 @@ import (
 //	GET /v1/migrations[?status=S&resource=R&limit=N]   recent migrations, newest first
 //	GET /v1/migrations/{id}                            one migration with its timeline
 //	GET /v1/tenants/{id}                               a tenant fan-out's progress
+//	GET /                                              the operator dashboard (dashboard.go)
+//	GET /v1/dashboard[/stream]                         its data, once or as server-sent events
 //
 // Errors use the user API's JSON error shape (docs/api.md).
 func Handler(p *projector.Projector, metrics http.Handler) *http.ServeMux {
@@ -77,6 +79,7 @@ func Handler(p *projector.Projector, metrics http.Handler) *http.ServeMux {
 		sendJSON(w, http.StatusOK, Tenant{ID: t.ID, Tenant: t.Tenant, Target: t.Target, Status: string(t.Status), Total: t.Total,
 			Started: t.Started, Active: t.Active, Completed: t.Completed, Failed: t.Failed, Dropped: t.Dropped, Concurrency: t.Concurrency})
 	})
+	dashboard(mux, p)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		sendError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})
