@@ -11,6 +11,10 @@ const (
 	EventPrefix = "cutover.evt."
 	// WorkPrefix prefixes work subjects: cutover.work.<migrationID>.
 	WorkPrefix = "cutover.work."
+	// IndexPrefix prefixes the resource index:
+	// cutover.idx.<routing key>.<migrationID> (the routing key is the
+	// resource's kvrouting key, "kind.escaped-id": two subject tokens).
+	IndexPrefix = "cutover.idx."
 
 	// CommandStream is the work-queue stream of commands.
 	CommandStream = "MIGRATION_CMDS"
@@ -20,6 +24,10 @@ const (
 	// WorkStream is the work-queue stream holding one "drive migration X"
 	// message per active migration.
 	WorkStream = "MIGRATION_WORK"
+	// IndexStream holds one message per migration of a resource, on
+	// IndexSubject: a resource's migrations are found by a subject filter,
+	// not by reading every migration's events.
+	IndexStream = "MIGRATION_INDEX"
 )
 
 // CommandSubject returns the subject of a command type: cutover.cmd.<type>.
@@ -32,6 +40,14 @@ func EventSubject(migrationID string) string { return EventPrefix + migrationID 
 // WorkSubject returns the work subject of one migration:
 // cutover.work.<migrationID>.
 func WorkSubject(migrationID string) string { return WorkPrefix + migrationID }
+
+// IndexSubject is the index subject of migration id of the resource whose
+// routing key is key: cutover.idx.<key>.<id>.
+func IndexSubject(key, id string) string { return IndexPrefix + key + "." + id }
+
+// IndexFilter is the subject filter of every migration of the resource
+// whose routing key is key.
+func IndexFilter(key string) string { return IndexPrefix + key + ".*" }
 
 // MigrationIDFromSubject returns the migration id of an event or work
 // subject, and false for any other subject.

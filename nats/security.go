@@ -63,6 +63,7 @@ const (
 	workSubjects    = "cutover.work.>"
 	eventStream     = "MIGRATION_EVENTS" // events.EventStream, kept in step by TestPermissionSubjects
 	pageSubjects    = "cutover.pages.>"  // contractnats.PagesSubjectPrefix
+	indexSubjects   = "cutover.idx.>"    // events.IndexPrefix, the resource index
 )
 
 // contractMutations are the migration contract's requests that change a
@@ -91,13 +92,13 @@ func Permissions(id Identity) (*server.Permissions, error) {
 	var deny []string
 	switch id {
 	case IdentityRouting:
-		deny = append(append(deny, evts...), workSubjects)
+		deny = append(append(deny, evts...), workSubjects, indexSubjects)
 	case IdentityOrchestrator:
 		// may write routing (its locker) and events
 	case IdentityService:
-		deny = append(append(append(deny, routing...), evts...), workSubjects, commandSubjects)
+		deny = append(append(append(deny, routing...), evts...), workSubjects, commandSubjects, indexSubjects)
 	case IdentityReader:
-		deny = append(append(append(deny, routing...), evts...), workSubjects, commandSubjects, pageSubjects)
+		deny = append(append(append(deny, routing...), evts...), workSubjects, commandSubjects, pageSubjects, indexSubjects)
 		for _, op := range contractMutations {
 			deny = append(deny, "cutover.contract.*.*."+op)
 		}

@@ -19,7 +19,7 @@ import (
 
 func TestPermissionSubjects(t *testing.T) {
 	if eventStream != events.EventStream || eventSubjects != events.EventPrefix+">" ||
-		commandSubjects != events.CommandPrefix+">" || workSubjects != events.WorkPrefix+">" {
+		commandSubjects != events.CommandPrefix+">" || workSubjects != events.WorkPrefix+">" || indexSubjects != events.IndexPrefix+">" {
 		t.Fatal("security.go's subjects are out of step with package events")
 	}
 	if _, err := Permissions("root"); !errors.Is(err, ErrInvalidOptions) {

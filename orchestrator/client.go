@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,7 +76,15 @@ func (c *Client) Audit(ctx context.Context, body events.Body) (*events.Envelope,
 		return nil, fmt.Errorf("%w: %T is not an audit event", ErrInvalid, body)
 	}
 	id := newID()
-	env, _, err := appendTo(ctx, c.js, DeriveID("audit", id), nil, 0, body, id, time.Now(), id)
+	aid := DeriveID("audit", id)
+	if b := body.(events.FenceForceCleared); b.Resource != "" {
+		if res, err := kvrouting.ParseResource(b.Resource); err == nil {
+			if err := index(ctx, c.js, res, aid); err != nil {
+				return nil, err
+			}
+		}
+	}
+	env, _, err := appendTo(ctx, c.js, aid, nil, 0, body, id, time.Now(), id)
 	return env, err
 }
 
@@ -113,4 +122,53 @@ func startID(cmdID string, s events.Start) string {
 		return DeriveID("child", s.Parent, s.Resource, s.Target)
 	}
 	return DeriveID("start", cmdID)
+}
+
+// MigrationsOf returns the ids of every migration of resource ("kind/id"),
+// and of every audited operator action on it (force-release, fence clear),
+// oldest first, from the resource index (MIGRATION_INDEX: a subject filter,
+// not a read of every migration's events). Errors: ErrInvalid for a
+// malformed resource; the stream's errors (ErrNotFound wrapped when the
+// index stream does not exist: a deployment older than the index).
+func (c *Client) MigrationsOf(ctx context.Context, resource string) ([]string, error) {
+	res, err := kvrouting.ParseResource(resource)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	cons, err := c.js.OrderedConsumer(ctx, events.IndexStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{events.IndexFilter(res.Key())}, DeliverPolicy: jetstream.DeliverAllPolicy})
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotFound, events.IndexStream, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for left := int(info.NumPending); left > 0; {
+		batch, err := cons.Fetch(min(left, 256), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			if id := string(m.Data()); !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		left -= n
+	}
+	return ids, nil
 }

@@ -37,6 +37,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) er
 			Storage: storage, Replicas: r, Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true},
 		{Name: events.WorkStream, Description: "cutover migrations to drive, one message per active migration (work queue)",
 			Subjects: []string{events.WorkPrefix + ">"}, Retention: jetstream.WorkQueuePolicy, Storage: storage, Replicas: r},
+		{Name: events.IndexStream, Description: "cutover resource → migrations index, one message per migration (subject cutover.idx.<routing key>.<migration id>)",
+			Subjects: []string{events.IndexPrefix + ">"}, Retention: jetstream.LimitsPolicy, Storage: storage, Replicas: r,
+			Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true},
 	} {
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("orchestrator: provision %s: %w", sc.Name, err)

@@ -239,6 +239,11 @@ func (w *Worker) start(ctx context.Context, env *events.Envelope, b events.Start
 	attempt := max(b.Attempt, 1)
 	body := events.Requested{Resource: b.Resource, Target: b.Target, Parent: b.Parent, Tenant: b.Tenant,
 		Attempt: attempt, MaxAttempts: max(w.cfg.MaxAttempts, attempt), Token: string(kvrouting.NewToken())}
+	// The resource index first: a migration is never missing from it (an
+	// entry whose migration was never created is skipped by readers).
+	if err := index(ctx, w.js, res, id); err != nil {
+		return err
+	}
 	if reason := w.unserved(ctx, res.Kind, b.Target); reason != "" {
 		return w.refuse(ctx, id, env.ID, body, reason)
 	}
@@ -313,9 +318,22 @@ func (w *Worker) forceRelease(ctx context.Context, env *events.Envelope, b event
 	// Always also audit on an admin aggregate of its own: the migration may
 	// be unknown or finished (then mutateState records nothing), and a
 	// force-release must never go unaudited.
-	_, _, err = appendTo(ctx, w.js, DeriveID("force", env.ID), nil, 0, ev, env.ID, w.cfg.Clock(), env.ID)
+	aid := DeriveID("force", env.ID)
+	if err := index(ctx, w.js, res, aid); err != nil {
+		return err
+	}
+	_, _, err = appendTo(ctx, w.js, aid, nil, 0, ev, env.ID, w.cfg.Clock(), env.ID)
 	if errors.Is(err, ErrConflict) {
 		return nil
 	}
+	return err
+}
+
+// index records aggregate id (a migration, or an audit) under res in the
+// resource index (events.IndexSubject; Client.MigrationsOf). Idempotent.
+func index(ctx context.Context, js jetstream.JetStream, res kvrouting.Resource, id string) error {
+	m := nats.NewMsg(events.IndexSubject(res.Key(), id))
+	m.Data = []byte(id)
+	_, err := publishRetry(ctx, js, m, jetstream.WithMsgID(id+"-idx"))
 	return err
 }

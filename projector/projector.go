@@ -245,3 +245,51 @@ func (p *Projector) Rebuild(ctx context.Context) (Snapshot, error) {
 	}
 	return m.snapshot(), nil
 }
+
+// Follow calls fn with every change from stream sequence from on (0: the
+// start of the stream), in order, then with each new one as it is appended,
+// until ctx ends or fn returns an error (which Follow returns). Unlike
+// Subscribe it never drops: it reads MIGRATION_EVENTS itself at fn's pace
+// (a slow fn slows the reading), so a subscriber that restarts resumes with
+// Follow(ctx, lastSeq+1, fn) and misses nothing the stream still holds.
+// ctx's end returns nil.
+func (p *Projector) Follow(ctx context.Context, from uint64, fn func(Change) error) error {
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if from > 0 {
+		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from}
+	}
+	c, err := p.js.OrderedConsumer(ctx, events.EventStream, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("projector: follow: %w", err)
+	}
+	msgs, err := c.Messages(jetstream.PullMaxMessages(16))
+	if err != nil {
+		return fmt.Errorf("projector: follow: %w", err)
+	}
+	defer msgs.Stop()
+	stop := context.AfterFunc(ctx, msgs.Stop)
+	defer stop()
+	for {
+		m, err := msgs.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("projector: follow: %w", err)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		e, err := events.Decode(m.Data())
+		if err != nil || e.State == nil {
+			continue // undecodable, or a command-only envelope
+		}
+		if err := fn(Change{Seq: meta.Sequence.Stream, MigrationID: e.MigrationID, Type: e.Type, Phase: e.State.Phase, Status: e.State.Status}); err != nil {
+			return err
+		}
+	}
+}

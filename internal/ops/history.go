@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/orchestrator"
 )
 
 // HistoryRequest is `cutover history`: replay event timelines.
@@ -46,14 +48,21 @@ func History(ctx context.Context, r HistoryRequest, stdout io.Writer) error {
 	}
 	defer o.Close()
 	if byResource {
-		lasts, err := lastEvents(ctx, o.js)
-		if err != nil {
-			return err
-		}
-		for _, l := range lasts {
-			if ofResource(l.env, res.String()) {
-				ids = append(ids, l.env.MigrationID)
+		// The resource index (a subject filter); a deployment older than
+		// it is scanned instead.
+		ids, err = o.orch.MigrationsOf(ctx, res.String())
+		if errors.Is(err, orchestrator.ErrNotFound) {
+			lasts, lerr := lastEvents(ctx, o.js)
+			if lerr != nil {
+				return lerr
 			}
+			for _, l := range lasts {
+				if ofResource(l.env, res.String()) {
+					ids = append(ids, l.env.MigrationID)
+				}
+			}
+		} else if err != nil {
+			return err
 		}
 		if len(ids) == 0 {
 			return fmt.Errorf("no migrations of %s", res)
@@ -72,9 +81,15 @@ func History(ctx context.Context, r HistoryRequest, stdout io.Writer) error {
 			return noStream(err)
 		}
 		if len(evs) == 0 {
+			if byResource {
+				continue // an index entry whose migration was never created
+			}
 			return fmt.Errorf("migration %s not found", id)
 		}
 		tls = append(tls, timeline{id, evs})
+	}
+	if len(tls) == 0 {
+		return fmt.Errorf("no migrations of %s", r.Of)
 	}
 	sort.Slice(tls, func(i, j int) bool { return tls[i].evs[0].Time.Before(tls[j].evs[0].Time) })
 	if r.JSON {
