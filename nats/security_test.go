@@ -271,34 +271,47 @@ func TestSecureCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := freePorts(DefaultHost, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes := make([]*SecureServer, 3)
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
-	for i := range 3 {
-		var routes []string
-		for j, p := range ports {
-			if j != i {
-				routes = append(routes, fmt.Sprintf("nats-route://%s:%d", DefaultHost, p))
+	// The free ports are picked, released, then bound by the nodes: on a
+	// busy machine another process may take one in between ("address
+	// already in use"); then start again on fresh ports.
+	var nodes []*SecureServer
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(DefaultHost, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = make([]*SecureServer, 3)
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for i := range 3 {
+			var routes []string
+			for j, p := range ports {
+				if j != i {
+					routes = append(routes, fmt.Sprintf("nats-route://%s:%d", DefaultHost, p))
+				}
+			}
+			wg.Go(func() {
+				nodes[i], errs[i] = StartSecureServer(SecureOptions{
+					Options: Options{Name: fmt.Sprintf("sec-n%d", i), StoreDir: t.TempDir(), ClusterName: "sec", ClusterPort: ports[i], Routes: routes},
+					Users:   users(), TLS: ctls, RouteTLS: rtls})
+			})
+		}
+		wg.Wait()
+		err = errors.Join(errs...)
+		if err == nil {
+			break
+		}
+		for _, n := range nodes {
+			if n != nil {
+				n.Shutdown()
 			}
 		}
-		wg.Go(func() {
-			nodes[i], errs[i] = StartSecureServer(SecureOptions{
-				Options: Options{Name: fmt.Sprintf("sec-n%d", i), StoreDir: t.TempDir(), ClusterName: "sec", ClusterPort: ports[i], Routes: routes},
-				Users:   users(), TLS: ctls, RouteTLS: rtls})
-		})
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
 	}
-	wg.Wait()
-	for i, n := range nodes {
-		if n != nil {
-			t.Cleanup(n.Shutdown)
-		}
-		if errs[i] != nil {
-			t.Fatal(errs[i])
-		}
+	for _, n := range nodes {
+		t.Cleanup(n.Shutdown)
 	}
 	var urls []string
 	for _, n := range nodes {
