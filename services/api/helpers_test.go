@@ -60,6 +60,10 @@ type envOptions struct {
 	tierTTL time.Duration
 	// maxBody overrides the API's body cap.
 	maxBody int64
+	// frontTTL, when set, gives each region its own resolver: region A's
+	// (the default region's: the front view) caches for frontTTL, region
+	// B's reads through every time.
+	frontTTL time.Duration
 	// queueWrites, queueMax and queuePerResource set the write queue.
 	queueWrites                time.Duration
 	queueMax, queuePerResource int
@@ -116,8 +120,17 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		t.Cleanup(func() { _ = r.Close() })
 		e.regions[name] = r
 	}
+	var perRegion map[string]*kvrouting.Resolver
+	if opts.frontTTL > 0 {
+		front, err := kvrouting.NewResolver(rs, kvrouting.ResolverConfig{
+			Tiers: []*kvrouting.Tier{kvrouting.NewTier("front", opts.frontTTL, 0)}, ClockSkew: skew, Clock: c.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		perRegion = map[string]*kvrouting.Resolver{regionA: front, regionB: rv}
+	}
 	s, err := api.New(api.Config{
-		Regions: e.regions, Resolver: rv, Locker: lk, DefaultRegion: regionA,
+		Regions: e.regions, Resolver: rv, Resolvers: perRegion, Locker: lk, DefaultRegion: regionA,
 		Auth:           api.DevAuth{ServiceSecrets: map[string]string{"validator": svcSecret}},
 		AllowRegionPin: true, MaxBodyBytes: opts.maxBody,
 		QueueWrites: opts.queueWrites, QueueMax: opts.queueMax, QueuePerResource: opts.queuePerResource,

@@ -43,7 +43,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, res kvrouting.Res
 		return routed{}, routingError(err, what, res.ID)
 	}
 	region := rs.Doc.Primary.Region
+	pinned := false
 	if pin := r.Header.Get(RegionHeader); pin != "" && s.cfg.AllowRegionPin {
+		pinned = true
 		if s.cfg.Regions[pin] == nil {
 			return routed{}, contract.Errorf(contract.CodeInvalid, "pinned region %q is not served here", pin)
 		}
@@ -64,6 +66,15 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, res kvrouting.Res
 		if rs, err = rv.Resolve(ctx, res); err != nil {
 			return routed{}, routingError(err, what, res.ID)
 		}
+	}
+	if !pinned && region != rs.Doc.Primary.Region {
+		// The front resolver's view sent the request to a region whose own
+		// view names another primary: one of them is stale. Unrouted, the
+		// region's services would serve their copy as it is (a read would
+		// miss writes acknowledged at the primary: chaos's stale_reads),
+		// so the request resolves again from the leader ("moved").
+		return routed{}, &contract.Error{Code: contract.CodeLocked, Lock: "moved",
+			Message: "resource has moved to another region; resolve it again"}
 	}
 	c := rv.Config()
 	d := kvrouting.Decide(rs.Doc, region, op, c.Clock(), c.ClockSkew)

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,5 +254,51 @@ func TestNoStaleReadAfterTheSwap(t *testing.T) {
 	r := e.must(e.do(req{method: "GET", path: "/v1/conversations/sp/messages", auth: user("ann")}), 200)
 	if got := r.header.Get(api.ServedByHeader); got != regionA || e.api.ReResolved()-before != 1 {
 		t.Fatalf("phase 3 read served by %q after %d re-resolutions", got, e.api.ReResolved()-before)
+	}
+}
+
+// TestTwoViewsOfTheRoutingReResolve: the front resolver (region A's, a day
+// stale) sends a read to B, where the resource was; B's own resolver knows
+// it moved back to A. The read resolves again and A serves it, with the
+// message acknowledged there since. (The route refuses a region whose own
+// view names another primary as "moved"; this scenario is also caught by
+// the stores' checks, so the test does not fail without that rule — chaos
+// seed 11 found a stale read served at such a region.)
+func TestTwoViewsOfTheRoutingReResolve(t *testing.T) {
+	e := newEnv(t, envOptions{frontTTL: 48 * time.Hour})
+	ctx := context.Background()
+	e.createConv("tv", "ann")
+	res := kvrouting.Resource{Kind: chat.KindConversation, ID: "tv"}
+	move := func(from, to string) {
+		t.Helper()
+		tok, doc := e.lockTo(res, to, "write")
+		e.copyAll("conv/tv", from, to, contract.Historical, nil, 0)
+		if _, err := e.locker.Swap(ctx, res, tok, doc); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(2 * skew)
+	}
+	move(regionA, regionB)
+	// The front view now caches "primary B" for a day.
+	if r := e.must(e.do(req{method: "GET", path: "/v1/conversations/tv/messages", auth: user("ann")}), 200); r.header.Get(api.ServedByHeader) != regionB {
+		t.Fatalf("read after the move served by %s", r.header.Get(api.ServedByHeader))
+	}
+	move(regionB, regionA)
+	// A message acknowledged at A after the move back (pinned: the front
+	// view would send it to B, which refuses and re-resolves anyway).
+	r := e.must(e.do(req{method: "POST", path: "/v1/conversations/tv/messages", auth: user("ann"), region: regionA,
+		body: map[string]any{"id": "after", "text": "after the move back"}}), 201)
+	if got := r.header.Get(api.ServedByHeader); got != regionA {
+		t.Fatalf("write served by %s", got)
+	}
+	// B's post-swap lock (the secondary lease) lapses: nothing in B's
+	// own view refuses a read there any more.
+	e.clock.Advance(25 * time.Hour)
+	r = e.must(e.do(req{method: "GET", path: "/v1/conversations/tv/messages", auth: user("ann")}), 200)
+	if got := r.header.Get(api.ServedByHeader); got != regionA {
+		t.Fatalf("read served by %s, want the primary %s", got, regionA)
+	}
+	if !strings.Contains(string(r.body), `"after"`) {
+		t.Fatalf("the read misses the message acknowledged before it: %s", r.body)
 	}
 }
