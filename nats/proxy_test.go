@@ -148,7 +148,13 @@ func TestCrashNodeLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	defer nc.Close()
 	const stream = "CRASH"
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"crash.>"}, Replicas: 3}); err != nil {
+	// Each attempt bounded (RetryIdempotent): on a loaded machine a create
+	// sent while the meta group still settles may get no answer at all
+	// (seen in CI: one unanswered request waited out the whole 2 minutes).
+	if err := RetryIdempotent(ctx, func(ctx context.Context) error {
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"crash.>"}, Replicas: 3})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	acked := 0
@@ -158,7 +164,10 @@ func TestCrashNodeLosesNoAcknowledgedWrite(t *testing.T) {
 			// Retried until acknowledged: an unacknowledged publish may or
 			// may not be stored, an acknowledged one must be.
 			for {
-				if _, err := js.Publish(ctx, "crash.x", []byte("m")); err == nil {
+				pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+				_, err := js.Publish(pctx, "crash.x", []byte("m"))
+				pcancel()
+				if err == nil {
 					acked++
 					break
 				} else if ctx.Err() != nil {
