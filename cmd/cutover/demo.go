@@ -16,7 +16,7 @@ func init() {
 
 // runDemo is `cutover demo`, the main job (`make demo`; internal/demo).
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", "demo [--conversations N] [--cluster 1|3] [--clients N] [--json FILE]", stdout)
+	fs := newFlags("demo", "demo [--conversations N] [--cluster 1|3] [--supercluster [--wan rtt=80ms,mbps=200]] [--clients N] [--json FILE]", stdout)
 	var o demo.Options
 	var jsonFile string
 	fs.IntVar(&o.Conversations, "conversations", 200, "conversations to seed and migrate (54% ~10 messages, 39% ~80, 7% ~4,000)")
@@ -28,7 +28,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&o.BigSize, "big", 4000, "messages in a large (channel) conversation")
 	fs.StringVar(&o.Convergence, "convergence", "ttl", "Phase 1's wait: fence (no cache waited for; the stores' fences stand in) or ttl (every routing cache expires first, the paper's wait)")
 	fs.DurationVar(&o.ResolverTTL, "resolver-ttl", 0, "TTL of the services' routing caches (0: the default tiers, 250ms and 500ms)")
+	checkWAN := wanFlags(fs, &o.Supercluster, &o.WAN)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkWAN(); err != nil {
 		return err
 	}
 	if o.Conversations < 1 || o.Clients < 1 || o.Concurrency < 1 || o.BigSize < 1 || (o.Cluster != 1 && o.Cluster != 3) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cutover/cutover/internal/system"
+	cnats "github.com/cutover/cutover/nats"
 )
 
 func init() {
@@ -15,13 +16,19 @@ func init() {
 }
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("dev", "dev [--http ADDR] [--data DIR] [--regions a,b] [--cluster 1|3] [--nats-port N]", stdout)
+	fs := newFlags("dev", "dev [--http ADDR] [--data DIR] [--regions a,b] [--cluster 1|3] [--supercluster [--wan SPEC]] [--nats-port N]", stdout)
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the HTTP API")
 	data := fs.String("data", "", "data directory (NATS store and Pebble stores); empty = a temporary directory")
 	regions := fs.String("regions", "us-east,eu-west", "regions, comma separated; the first is the write region")
 	cluster := fs.Int("cluster", 1, "embedded JetStream nodes (1, or 3 for an R3 cluster)")
 	natsPort := fs.Int("nats-port", 4222, "client port of the embedded NATS server (0 = any free port)")
+	var sc bool
+	var wan cnats.WAN
+	checkWAN := wanFlags(fs, &sc, &wan)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkWAN(); err != nil {
 		return err
 	}
 	if *cluster != 1 && *cluster != 3 {
@@ -36,7 +43,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	sys, err := system.Start(ctx, system.Config{DataDir: dir, Regions: splitList(*regions), HTTPAddr: *httpAddr, Cluster: *cluster, NATSPort: *natsPort})
+	sys, err := system.Start(ctx, system.Config{DataDir: dir, Regions: splitList(*regions), HTTPAddr: *httpAddr, Cluster: *cluster, NATSPort: *natsPort,
+		Supercluster: sc, WAN: wan})
 	if err != nil {
 		return err
 	}

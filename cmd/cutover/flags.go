@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cutover/cutover/internal/ops"
+	cnats "github.com/cutover/cutover/nats"
 )
 
 // errHelp is returned when --help was asked for; the usage is already printed.
@@ -86,3 +87,21 @@ func parseRegion(flagName, s string) error { return ops.CheckRegion(flagName, s)
 
 // splitList splits a comma-separated flag value, dropping empty items.
 func splitList(s string) []string { return ops.SplitList(s) }
+
+// wanFlags adds --supercluster and --wan (dev, demo, chaos, bench) and
+// returns a function that checks them after parsing.
+func wanFlags(fs *flag.FlagSet, supercluster *bool, wan *cnats.WAN) func() error {
+	fs.BoolVar(supercluster, "supercluster", false, "one embedded NATS cluster per region (--cluster nodes each), joined by gateways through WAN proxies")
+	spec := fs.String("wan", "", "shape every gateway link, e.g. rtt=80ms,mbps=200 (needs --supercluster)")
+	return func() error {
+		w, err := cnats.ParseWAN(*spec)
+		if err != nil {
+			return fmt.Errorf("%w: --wan: %w", errUsage, err)
+		}
+		if w != (cnats.WAN{}) && !*supercluster {
+			return fmt.Errorf("%w: --wan needs --supercluster", errUsage)
+		}
+		*wan = w
+		return nil
+	}
+}

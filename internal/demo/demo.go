@@ -18,6 +18,7 @@ import (
 	"github.com/cutover/cutover/internal/check"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
+	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/client"
 )
@@ -36,6 +37,10 @@ type Options struct {
 	// ResolverTTL, if set, is the TTL of the services' routing caches (one
 	// tier); zero keeps the system's default tiers.
 	ResolverTTL time.Duration
+	// Supercluster runs one cluster per region joined by gateways, each
+	// gateway link shaped by WAN (system.Config.Supercluster).
+	Supercluster bool
+	WAN          cnats.WAN
 }
 
 // Run runs the demo, printing progress to stdout (milestones) and stderr
@@ -44,7 +49,7 @@ type Options struct {
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, error) {
 	start := time.Now()
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	cfg := system.Config{Cluster: o.Cluster, Workers: 2}
+	cfg := system.Config{Cluster: o.Cluster, Workers: 2, Supercluster: o.Supercluster, WAN: o.WAN}
 	cfg.Orchestrator.CleanupWindow = 10 * time.Minute // keep the source for the dual-authority check
 	cfg.Orchestrator.Convergence = o.Convergence
 	if o.ResolverTTL > 0 {
@@ -70,6 +75,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	rep.Setup.Durability = "JetStream sync_interval always; Pebble fsync per commit"
 	if o.Cluster > 1 {
 		rep.Setup.Durability = "JetStream R3, sync_interval always; Pebble fsync per commit"
+	}
+	if o.Supercluster {
+		rep.Setup.Topology = fmt.Sprintf("supercluster: %d cluster(s) of %d node(s), gateways through WAN proxies", len(sys.Config.Regions), o.Cluster)
+		rep.Setup.WAN = o.WAN.String()
+		say("  supercluster: one cluster per region, gateway links shaped %q", rep.Setup.WAN)
 	}
 
 	// The independent observer of every routing revision.

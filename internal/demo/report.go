@@ -21,6 +21,9 @@ type Report struct {
 		// the services' routing-cache TTL.
 		Convergence   string  `json:"convergence"`
 		ResolverTTLMs float64 `json:"resolver_ttl_ms"`
+		// Topology and WAN are set with --supercluster only.
+		Topology string `json:"topology,omitempty"`
+		WAN      string `json:"wan,omitempty"`
 	} `json:"setup"`
 	Migrations struct {
 		Total        int `json:"total"`
