@@ -160,15 +160,21 @@ func benchReads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func benchFence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, asJSON := suiteFlags("fence", "[--json] [--conversations N] [--big N] [--clients N] [--concurrency N] [--strategies a,b]", stdout)
+	fs, asJSON := suiteFlags("fence", "[--json] [--conversations N] [--big N] [--huge N] [--clients N] [--concurrency N] [--strategies a,b] [--supercluster [--wan rtt=80ms,mbps=200]]", stdout)
 	o := bench.FenceOptions{Progress: suiteProgress(stderr, "fence")}
 	fs.IntVar(&o.Conversations, "conversations", 30, "conversations (54% 10 messages, 39% 80, 7% --big; at least one of each)")
 	fs.IntVar(&o.Big, "big", 4000, "messages in a large conversation")
 	fs.IntVar(&o.Clients, "clients", 6, "concurrent users driving live traffic")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "migrations in flight")
 	fs.BoolVar(&o.Warmup, "warmup", true, "first migrate a tiny workload once, unmeasured (the first run in a process is slower)")
+	fs.IntVar(&o.Huge, "huge", 0, "also migrate this many conversations of --huge-size messages, a class of their own")
+	fs.IntVar(&o.HugeSize, "huge-size", bench.DefaultHugeSize, "messages in a huge conversation")
+	checkWAN := wanFlags(fs, &o.Supercluster, &o.WAN)
 	strategies := fs.String("strategies", strings.Join(bench.FenceStrategies, ","), "strategies to run (protocol first)")
 	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) {
+		if err := checkWAN(); err != nil {
+			return nil, err
+		}
 		o.Strategies = strings.Split(*strategies, ",")
 		return bench.Fence(ctx, o)
 	})

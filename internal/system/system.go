@@ -29,8 +29,10 @@ type System struct {
 	// NATSURL is the deployment's client URL(s); NC and JS the process's
 	// connection.
 	NATSURL string
-	NC      *nats.Conn
-	JS      jetstream.JetStream
+	// RegionURLs, in a supercluster, are each region's own cluster URLs.
+	RegionURLs map[string]string
+	NC         *nats.Conn
+	JS         jetstream.JetStream
 	// Routing is the routing store; Locker the lock lifecycle over it;
 	// Resolvers each region's cached resolver.
 	Routing   *kvrouting.Store
@@ -87,7 +89,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		s.removeTemp()
 		return nil, err
 	}
-	s.NATSURL, s.APIURL, s.Directory = ep.URL, hs.URL(), dir
+	s.NATSURL, s.RegionURLs, s.APIURL, s.Directory = ep.URL, ep.Regions, hs.URL(), dir
 	s.Source, s.Target = cfg.Regions[0], cfg.Regions[min(1, len(cfg.Regions)-1)]
 	return s, nil
 }
