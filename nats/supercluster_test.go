@@ -120,3 +120,47 @@ func TestSupercluster(t *testing.T) {
 		}
 	})
 }
+
+// TestSuperclusterR3: with three nodes per region, ROUTING is R3 and all
+// three replicas are in the home region.
+func TestSuperclusterR3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	const home, away = "us-east", "eu-west"
+	sc, err := StartSupercluster(SuperclusterOptions{Regions: []string{home, away}, Nodes: 3, WAN: WAN{RTT: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, js, err := Connect(ctx, sc.Region(away).ClientURLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := ProvisionRouting(ctx, js, RoutingConfig{Nodes: 3, Cluster: home}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, RoutingStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := st.CachedInfo().Cluster
+	if ci == nil || ci.Name != home || len(ci.Replicas) != 2 {
+		t.Fatalf("ROUTING cluster info %+v, want %s with a leader and 2 replicas", ci, home)
+	}
+	homeNodes := map[string]bool{}
+	for _, s := range sc.Region(home).Servers {
+		homeNodes[s.Name()] = true
+	}
+	if !homeNodes[ci.Leader] {
+		t.Errorf("leader %s outside %s", ci.Leader, home)
+	}
+	for _, r := range ci.Replicas {
+		if !homeNodes[r.Name] {
+			t.Errorf("replica %s outside %s", r.Name, home)
+		}
+	}
+}
