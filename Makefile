@@ -55,11 +55,15 @@ fuzz:
 # cluster-test runs the multi-process topology (3 `cutover nats` nodes in an
 # R3 JetStream cluster, gateway, 2 orchestrators, projector) from one build
 # of the binary, migrating a tenant under traffic while a NATS node and an
-# orchestrator are killed (cmd/cutover/cluster_test.go; issue 8).
+# orchestrator are killed (cmd/cutover/cluster_test.go; issue 8), and its
+# supercluster variant: one `cutover nats` process per region, gateways
+# configured by flags through WAN-shaping proxies (rtt 40 ms), ROUTING in the
+# home region with a mirror in the other, a region cut off and healed
+# (cmd/cutover/supercluster_test.go; issue 16).
 .PHONY: cluster-test
 cluster-test:
 	$(GO) build -o bin/cutover ./cmd/cutover
-	CUTOVER_CLUSTER_TEST=1 CUTOVER_BIN=$(CURDIR)/bin/cutover $(GO) test -race -count=1 -timeout 5m -run '^TestClusterTopology$$' -v ./cmd/cutover
+	CUTOVER_CLUSTER_TEST=1 CUTOVER_BIN=$(CURDIR)/bin/cutover $(GO) test -race -count=1 -timeout 5m -run '^(TestClusterTopology|TestSuperclusterProcesses)$$' -v ./cmd/cutover
 
 # chaos runs `cutover chaos` for CHAOS_DURATION with seed CHAOS_SEED: a
 # 3-node cluster under a seeded nemesis (leader kills, worker kills and

@@ -7,6 +7,7 @@ import (
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
+	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/store"
 )
@@ -19,6 +20,10 @@ type CopyOptions struct {
 	// PageLimit is the export page size, for the migration and the raw
 	// copy alike, in [1, store.MaxPageLimit].
 	PageLimit int
+	// Supercluster runs one cluster per region, gateways shaped by WAN
+	// (the raw copy stays in-process: it has no region).
+	Supercluster bool
+	WAN          cnats.WAN
 	// Progress, if set, receives progress lines.
 	Progress func(string)
 }
@@ -41,7 +46,10 @@ func Copy(ctx context.Context, o CopyOptions) (*Result, error) {
 	if o.Conversations < 1 || o.Messages < 1 || o.PageLimit < 1 || o.PageLimit > store.MaxPageLimit {
 		return nil, fmt.Errorf("%w: --conversations and --messages must be >= 1, --page-limit in [1, %d]", ErrOptions, store.MaxPageLimit)
 	}
-	var cfg system.Config
+	if o.WAN != (cnats.WAN{}) && !o.Supercluster {
+		return nil, fmt.Errorf("%w: --wan needs --supercluster", ErrOptions)
+	}
+	cfg := system.Config{Supercluster: o.Supercluster, WAN: o.WAN}
 	cfg.Orchestrator.PageLimit = o.PageLimit
 	e, err := startEnv(ctx, cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
+	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
 )
 
@@ -29,13 +30,26 @@ type FenceOptions struct {
 	Warmup bool
 	// Strategies to run, FencingProtocol first.
 	Strategies []string
+	// Huge adds this many conversations of HugeSize messages (0 = none;
+	// HugeSize 0 = 100,000), a class of its own with few samples.
+	Huge, HugeSize int
+	// Supercluster runs every strategy on one cluster per region, its
+	// gateways shaped by WAN (system.Config.Supercluster).
+	Supercluster bool
+	WAN          cnats.WAN
 	// Progress, if set, receives progress lines.
 	Progress func(string)
 }
 
+// DefaultHugeSize is the size of the fence suite's huge class (issue 16).
+const DefaultHugeSize = 100_000
+
 func (o FenceOptions) validate() error {
-	if o.Conversations < 3 || o.Big < 1 || o.Clients < 1 || o.Concurrency < 1 {
-		return fmt.Errorf("%w: --conversations >= 3, --big, --clients, --concurrency >= 1", ErrOptions)
+	if o.Conversations < 3 || o.Big < 1 || o.Clients < 1 || o.Concurrency < 1 || o.Huge < 0 || o.HugeSize < 0 {
+		return fmt.Errorf("%w: --conversations >= 3, --big, --clients, --concurrency >= 1, --huge, --huge-size >= 0", ErrOptions)
+	}
+	if o.WAN != (cnats.WAN{}) && !o.Supercluster {
+		return fmt.Errorf("%w: --wan needs --supercluster", ErrOptions)
 	}
 	if len(o.Strategies) == 0 || o.Strategies[0] != FencingProtocol {
 		return fmt.Errorf("%w: --strategies must start with %s", ErrOptions, FencingProtocol)
@@ -91,18 +105,35 @@ func Fence(ctx context.Context, o FenceOptions) (*Result, error) {
 	mix := workload.PaperMix(o.Big)
 	bigClass := mix[len(mix)-1].Name
 	convs := workload.Assign("fence", o.Conversations, mix, 1, 0)
+	if o.Huge > 0 {
+		size := o.HugeSize
+		if size == 0 {
+			size = DefaultHugeSize
+		}
+		huge := workload.SizeClass{Name: fmt.Sprint(size), Messages: size}
+		mix = append(mix, huge)
+		bigClass = huge.Name
+		for i := range o.Huge {
+			convs = append(convs, workload.Conv{ID: fmt.Sprintf("fence-huge-%04d", i), Class: huge.Name, Size: size})
+		}
+	}
 	us := users(o.Clients)
+	base := system.Config{Supercluster: o.Supercluster, WAN: o.WAN}
 	if o.Warmup {
 		say(o.Progress, "warm-up (not measured)")
 		warm := workload.Assign("warm", 3, workload.PaperMix(min(o.Big, 100)), 2, 0)
-		if _, err := fenceRun(ctx, FencingProtocol, warm, us[:1], o.Concurrency, o.Progress); err != nil {
+		if _, _, err := fenceRun(ctx, base, FencingProtocol, warm, us[:1], o.Concurrency, o.Progress); err != nil {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	var results []fenceStrategy
+	var phys physical
 	for _, s := range o.Strategies {
 		say(o.Progress, "strategy %s", s)
-		r, err := fenceRun(ctx, s, convs, us, o.Concurrency, o.Progress)
+		r, p, err := fenceRun(ctx, base, s, convs, us, o.Concurrency, o.Progress)
+		if s == FencingProtocol {
+			phys = p
+		}
 		if err != nil {
 			return nil, fmt.Errorf("strategy %s: %w", s, err)
 		}
@@ -111,6 +142,15 @@ func Fence(ctx context.Context, o FenceOptions) (*Result, error) {
 	ours := results[0]
 	res := &Result{Suite: "fence", Durability: DurableSingle, Ours: ours,
 		Target: fmt.Sprintf("p99 write-blocked window of stop-and-copy / protocol >= 100x on the %s-message class", bigClass)}
+	topology := "one embedded cluster on loopback (both regions)"
+	if o.Supercluster {
+		res.Durability = "supercluster, one node per region: JetStream sync_interval always, Pebble fsync per commit"
+		topology = fmt.Sprintf("supercluster, one cluster per region, gateway links shaped %q", o.WAN.String())
+	}
+	toMin := map[string]float64{}
+	for _, c := range mix {
+		toMin[c.Name] = Ratio(ours.WriteBlockedMs[c.Name].P99, phys.MinMs)
+	}
 	ratios := map[string]map[string]float64{}
 	var baselines []fenceStrategy
 	for _, r := range results[1:] {
@@ -127,7 +167,8 @@ func Fence(ctx context.Context, o FenceOptions) (*Result, error) {
 		}
 	}
 	res.Baseline = baselines
-	res.Details = map[string]any{"ratios_vs_protocol": ratios, "classes": mix, "conversations": len(convs), "clients": o.Clients, "concurrency": o.Concurrency, "warmup": o.Warmup}
+	res.Details = map[string]any{"ratios_vs_protocol": ratios, "classes": mix, "conversations": len(convs), "clients": o.Clients, "concurrency": o.Concurrency, "warmup": o.Warmup,
+		"topology": topology, "wan": o.WAN.String(), "physical": phys, "physical_min_ms": phys.MinMs, "ratio_to_min": toMin}
 	done := !slices.ContainsFunc(results, func(r fenceStrategy) bool { return r.Completed != r.Migrations })
 	res.Met = done && res.Ratio >= 100
 	res.Notes = []string{
@@ -135,40 +176,49 @@ func Fence(ctx context.Context, o FenceOptions) (*Result, error) {
 		"read-only is approximated: the routing lock cannot be a write lock before convergence, so the store's write fence alone blocks writes in Phase 1",
 		"delete-blocking is approximated: the stores have no delete-refusing fence level, so the engine runs the protocol and delete_blocked_ms is the window (hard-delete lock -> swap) in which such a design would refuse a delete; under the protocol deletes are tombstoned in Phase 2 and refused only in Phase 3",
 		"client: what the SDK saw (423s, the delay their retries added); it includes cache convergence after the swap",
+		"physical_min_ms = p50 of a request/reply from the orchestrators' connection to the target region's cluster + p50 of a conditional ROUTING update, both measured in the protocol run's deployment before its migrations; ratio_to_min = protocol write-blocked p99 / physical_min_ms per class",
 	}
 	return res, nil
 }
 
 // fenceRun measures one strategy in a fresh deployment: seed, live
 // traffic, one tenant move of every conversation.
-func fenceRun(ctx context.Context, strategy string, convs []workload.Conv, us []string, conc int, progress func(string)) (fenceStrategy, error) {
+// For the protocol it also measures the physical bound in the same
+// deployment, before seeding.
+func fenceRun(ctx context.Context, cfg system.Config, strategy string, convs []workload.Conv, us []string, conc int, progress func(string)) (fenceStrategy, physical, error) {
 	out := fenceStrategy{Strategy: strategy, WriteBlockedMs: map[string]Pct{}, DeleteBlockedMs: map[string]Pct{}}
+	var phys physical
 	policy, err := FencePolicy(strategy)
 	if err != nil {
-		return out, err
+		return out, phys, err
 	}
-	var cfg system.Config
 	cfg.WorkerOptions = []orchestrator.WorkerOption{orchestrator.WithFencePolicy(policy)}
 	e, err := startEnv(ctx, cfg)
 	if err != nil {
-		return out, err
+		return out, phys, err
 	}
 	defer e.Close()
+	if strategy == FencingProtocol {
+		if phys, err = e.physicalMin(ctx, e.Target); err != nil {
+			return out, phys, err
+		}
+		say(progress, "physical bound: rtt p50 %.1f ms + routing write p50 %.1f ms = %.1f ms", phys.RTTMs.P50, phys.RoutingWriteMs.P50, phys.MinMs)
+	}
 	t0 := time.Now()
 	if err := e.seed(ctx, convs, us, progress); err != nil {
-		return out, err
+		return out, phys, err
 	}
 	say(progress, "%s: seeded in %.1f s", strategy, time.Since(t0).Seconds())
 	tr, err := e.traffic(ctx, convs, us, 1)
 	if err != nil {
-		return out, err
+		return out, phys, err
 	}
 	time.Sleep(300 * time.Millisecond)
 	ms, wall, err := e.moveAll(ctx, "fence-"+strategy, convs, conc, progress)
 	time.Sleep(300 * time.Millisecond)
 	out.Client = fenceOf(tr.Stop())
 	if err != nil {
-		return out, err
+		return out, phys, err
 	}
 	out.WallS = wall.Seconds()
 	writes, dels := map[string][]float64{}, map[string][]float64{}
@@ -187,5 +237,5 @@ func fenceRun(ctx context.Context, strategy string, convs []workload.Conv, us []
 		out.DeleteBlockedMs[c] = Percentiles(dels[c])
 	}
 	say(progress, "%s: %d/%d completed in %.1f s; write-blocked %v", strategy, out.Completed, out.Migrations, out.WallS, out.WriteBlockedMs)
-	return out, nil
+	return out, phys, nil
 }

@@ -28,8 +28,12 @@ type ThroughputOptions struct {
 	// BackgroundSteps bounds, per worker, the concurrent steps of
 	// migrations outside Phase 3 (0: the orchestrator's default).
 	BackgroundSteps int
-	// Cluster is 1 (one node, sync always) or 3 (an embedded R3 cluster).
+	// Cluster is 1 (one node, sync always) or 3 (an embedded R3 cluster);
+	// with Supercluster, the nodes per region.
 	Cluster int
+	// Supercluster runs one cluster per region, gateways shaped by WAN.
+	Supercluster bool
+	WAN          cnats.WAN
 	// Progress, if set, receives progress lines.
 	Progress func(string)
 }
@@ -40,8 +44,10 @@ func (o ThroughputOptions) validate() error {
 		return fmt.Errorf("%w: --fanout must be direct or tenant", ErrOptions)
 	case o.Cluster != 1 && o.Cluster != 3:
 		return fmt.Errorf("%w: --cluster must be 1 or 3", ErrOptions)
-	case o.Cluster == 3 && o.LazyFsync:
+	case (o.Cluster == 3 || o.Supercluster) && o.LazyFsync:
 		return fmt.Errorf("%w: --lazy-fsync is for one node", ErrOptions)
+	case o.WAN != (cnats.WAN{}) && !o.Supercluster:
+		return fmt.Errorf("%w: --wan needs --supercluster", ErrOptions)
 	case o.BackgroundSteps < 0:
 		return fmt.Errorf("%w: --background-steps must be >= 0", ErrOptions)
 	case o.Conversations < 3 || o.Big < 1 || o.Clients < 1 || o.Concurrency < 1 || o.Workers < 1:
@@ -88,7 +94,7 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Result, error) {
 	// The minimum convergence delay: one short cache tier and a replication
 	// bound the single-node mirror keeps easily; no extra buffer.
 	cfg := system.Config{Tiers: []time.Duration{10 * time.Millisecond}, ReplicationBound: 20 * time.Millisecond,
-		Workers: o.Workers, NATSSyncLazy: o.LazyFsync, Cluster: o.Cluster}
+		Workers: o.Workers, NATSSyncLazy: o.LazyFsync, Cluster: o.Cluster, Supercluster: o.Supercluster, WAN: o.WAN}
 	cfg.Orchestrator.ConvergenceBuffer = time.Millisecond
 	cfg.Orchestrator.Parallel = max(64, o.Concurrency)
 	cfg.Orchestrator.BackgroundSteps = o.BackgroundSteps
@@ -168,6 +174,9 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Result, error) {
 	}
 	if o.Cluster == 3 {
 		durability = DurableR3
+	}
+	if o.Supercluster {
+		durability = fmt.Sprintf("supercluster of %d-node regions, gateways shaped %q: JetStream sync_interval always, Pebble fsync per commit", o.Cluster, o.WAN.String())
 	}
 	return &Result{Suite: "throughput", Durability: durability, Ours: f, Baseline: target,
 		Ratio:  f.MigrationsPerSec / 116,

@@ -90,6 +90,25 @@ func directRoutes(i int, ports []int) ([]string, string, error) {
 // temporary base directory is named after dirPrefix. On error it shuts down
 // every node it started; what routes started is the caller's to stop.
 func startCluster(opts ClusterOptions, dirPrefix string, routes routeFunc) (*Cluster, error) {
+	c, err := newCluster(opts, dirPrefix, routes, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.startAll(); err != nil {
+		c.Shutdown()
+		return nil, err
+	}
+	return c, nil
+}
+
+// nodeFunc adds to node i's options what a caller layers on a cluster (the
+// supercluster's gateways).
+type nodeFunc func(i int, o *Options) error
+
+// newCluster resolves opts and creates the nodes without starting them;
+// extra, when set, adds to each node's options. On error nothing is left
+// behind but what routes or extra started.
+func newCluster(opts ClusterOptions, dirPrefix string, routes routeFunc, extra nodeFunc) (*Cluster, error) {
 	n := opts.Nodes
 	if n == 0 {
 		n = DefaultClusterNodes
@@ -127,7 +146,7 @@ func startCluster(opts ClusterOptions, dirPrefix string, routes routeFunc) (*Clu
 		if err != nil {
 			return fail(err)
 		}
-		s, err := newServer(Options{
+		o := Options{
 			Name:             fmt.Sprintf("%s-n%d", name, i),
 			StoreDir:         filepath.Join(c.baseDir, fmt.Sprintf("n%d", i)),
 			SyncAlways:       opts.SyncAlways,
@@ -136,15 +155,25 @@ func startCluster(opts ClusterOptions, dirPrefix string, routes routeFunc) (*Clu
 			ClusterPort:      ports[i],
 			Routes:           r,
 			ClusterAdvertise: advertise,
-		})
+		}
+		if extra != nil {
+			if err := extra(i, &o); err != nil {
+				return fail(err)
+			}
+		}
+		s, err := newServer(o)
 		if err != nil {
 			return fail(err)
 		}
 		c.Servers = append(c.Servers, s)
 	}
+	return c, nil
+}
 
-	// Start the nodes in parallel: each one's JetStream waits for peers.
-	errs := make([]error, n)
+// startAll starts every node in parallel (each one's JetStream waits for
+// its peers) and waits until the meta group is ready.
+func (c *Cluster) startAll() error {
+	errs := make([]error, len(c.Servers))
 	var wg sync.WaitGroup
 	for i, s := range c.Servers {
 		wg.Go(func() {
@@ -155,15 +184,11 @@ func startCluster(opts ClusterOptions, dirPrefix string, routes routeFunc) (*Clu
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return fail(err)
+		return err
 	}
-
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultClusterTimeout)
 	defer cancel()
-	if err := c.waitReady(ctx, -1); err != nil {
-		return fail(err)
-	}
-	return c, nil
+	return c.waitReady(ctx, -1)
 }
 
 // waitReady polls until a running node is meta leader, sees every running

@@ -38,7 +38,13 @@ func MirrorStream(region string) string { return natsclient.MirrorStream(region)
 // can therefore be answered by a mirror: they are for unlocked lookups only;
 // lock enforcement uses LeaderGetLast (DESIGN.md "Reading the routing
 // document"). A mirror in another JetStream domain keeps MirrorDirect false.
-func ProvisionMirror(ctx context.Context, js jetstream.JetStream, region string, replicas int) (jetstream.Stream, error) {
+//
+// In a supercluster, MirrorInCluster places the mirror in region's cluster.
+func ProvisionMirror(ctx context.Context, js jetstream.JetStream, region string, replicas int, opts ...MirrorOption) (jetstream.Stream, error) {
+	var mo mirrorOptions
+	for _, o := range opts {
+		o(&mo)
+	}
 	if err := ValidateRegion(region); err != nil {
 		return nil, err
 	}
@@ -76,6 +82,7 @@ func ProvisionMirror(ctx context.Context, js jetstream.JetStream, region string,
 			MirrorDirect:      false,
 			AllowRollup:       true,
 			DenyDelete:        true,
+			Placement:         InRegion(mo.cluster),
 		})
 		return err
 	})
@@ -83,6 +90,17 @@ func ProvisionMirror(ctx context.Context, js jetstream.JetStream, region string,
 		return nil, fmt.Errorf("cnats: provision mirror %s: %w", region, err)
 	}
 	return st, nil
+}
+
+// MirrorOption is an extra of ProvisionMirror.
+type MirrorOption func(*mirrorOptions)
+
+type mirrorOptions struct{ cluster string }
+
+// MirrorInCluster places the mirror in cluster (JetStream placement), e.g.
+// the region's own cluster of a supercluster.
+func MirrorInCluster(cluster string) MirrorOption {
+	return func(o *mirrorOptions) { o.cluster = cluster }
 }
 
 // MirrorHealth is natsclient.MirrorHealth.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // ProxyMode is what a Proxy does with traffic.
@@ -23,8 +24,9 @@ const (
 )
 
 // Proxy is a loopback TCP proxy in front of one address, used to partition
-// a cluster node from its peers (chaos tests). Its methods are safe for
-// concurrent use.
+// a cluster node from its peers (chaos tests) and to shape a gateway link
+// between regions like a WAN (delay and bandwidth, SetWAN). Its methods are
+// safe for concurrent use.
 type Proxy struct {
 	target string
 	ln     net.Listener
@@ -34,6 +36,7 @@ type Proxy struct {
 	mu struct {
 		sync.Mutex
 		mode  ProxyMode
+		wan   WAN
 		conns map[net.Conn]struct{} // both sides of every open pair
 	}
 }
@@ -60,6 +63,28 @@ func (p *Proxy) Mode() ProxyMode {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.mode
+}
+
+// SetWAN shapes every byte forwarded from now on, in each direction: it
+// reaches the other side w.RTT/2 after it was read, and no faster than
+// w.Mbps allows. The zero WAN forwards as fast as loopback does.
+func (p *Proxy) SetWAN(w WAN) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.wan = w
+}
+
+// WAN returns the current shape.
+func (p *Proxy) WAN() WAN {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.wan
+}
+
+func (p *Proxy) state() (ProxyMode, WAN) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.mode, p.mu.wan
 }
 
 // SetMode switches the proxy. ProxyDrop closes every open connection;
@@ -146,32 +171,83 @@ func (p *Proxy) serve(in net.Conn) {
 		return // dropped while dialing
 	}
 	var wg sync.WaitGroup
-	pipe := func(dst, src net.Conn) {
+	wg.Add(2)
+	go func() { defer wg.Done(); p.pipe(out, in) }()
+	go func() { defer wg.Done(); p.pipe(in, out) }()
+	wg.Wait()
+}
+
+// chunk is bytes read from one side, to be written to the other at due.
+type chunk struct {
+	b   []byte
+	due time.Time
+}
+
+// shapeQueue bounds how many chunks a shaped direction holds in flight; a
+// full queue stops the reader, which is TCP's own back-pressure.
+const shapeQueue = 256
+
+// pipe copies src to dst until either ends, then closes both. A reader
+// stamps each chunk with the time it may arrive (bandwidth, then one-way
+// delay); a writer delivers the chunks in order at those times, so a shaped
+// link keeps many bytes in flight like a real long fat pipe.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	q := make(chan chunk, shapeQueue)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // writer
 		defer wg.Done()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			mode := p.Mode()
-			if mode == ProxyDrop {
-				break // a pair that raced the drop
+		defer close(stop)
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for c := range q {
+			if d := time.Until(c.due); d > 0 {
+				t.Reset(d)
+				<-t.C
 			}
-			if n > 0 && mode == ProxyOpen {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					break
-				}
+			switch p.Mode() {
+			case ProxyDrop:
+				return // a pair that raced the drop
+			case ProxyBlackhole:
+				continue
 			}
-			if err != nil {
-				break
+			if _, err := dst.Write(c.b); err != nil {
+				return
 			}
 		}
-		// Either side ending ends the pair.
-		_ = dst.Close()
-		_ = src.Close()
+	}()
+	var free time.Time // when the link has sent everything queued so far
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		mode, wan := p.state()
+		if mode == ProxyDrop {
+			break
+		}
+		if n > 0 && mode == ProxyOpen {
+			now := time.Now()
+			if free.Before(now) {
+				free = now
+			}
+			free = free.Add(wan.transmit(n))
+			c := chunk{b: append([]byte(nil), buf[:n]...), due: free.Add(wan.RTT / 2)}
+			select {
+			case q <- c:
+			case <-stop:
+				err = io.ErrClosedPipe
+			}
+		}
+		if err != nil {
+			break
+		}
 	}
-	wg.Add(2)
-	go pipe(out, in)
-	go pipe(in, out)
+	close(q)
+	// Either side ending ends the pair; the writer delivers what was read
+	// before src ended unless dst fails first.
 	wg.Wait()
+	_ = dst.Close()
+	_ = src.Close()
 }
 
 var _ io.Closer = (*Proxy)(nil)

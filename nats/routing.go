@@ -57,6 +57,9 @@ type RoutingConfig struct {
 	// Storage is the storage type; the zero value is jetstream.FileStorage,
 	// which the routing bucket must use to survive restarts.
 	Storage jetstream.StorageType
+	// Cluster places the bucket in this cluster (a supercluster's home
+	// region); "" lets JetStream choose (the connected client's cluster).
+	Cluster string
 }
 
 // withDefaults returns cfg with defaults applied, or an error wrapping
@@ -99,6 +102,7 @@ func ProvisionRouting(ctx context.Context, js jetstream.JetStream, cfg RoutingCo
 			History:     cfg.History,
 			Storage:     cfg.Storage,
 			Replicas:    cfg.Replicas,
+			Placement:   InRegion(cfg.Cluster),
 		})
 		return err
 	})

@@ -75,6 +75,25 @@ type Options struct {
 	// listens on, so peers reach a node only through the Routes (proxies)
 	// they were given and a partition cuts every route of the node.
 	ClusterAdvertise string
+
+	// GatewayPort enables a gateway (supercluster link) named after
+	// ClusterName, listening on this port; 0 with no Gateways means no
+	// gateway. StartSupercluster fills the gateway fields.
+	GatewayPort int
+	// Gateways are the other clusters this node solicits gateway
+	// connections to.
+	Gateways []Gateway
+	// GatewayAdvertise is the gateway address the node gossips ("": its
+	// real one). A supercluster whose links pass through WAN proxies gives
+	// an address nobody listens on, so no gateway bypasses the proxies.
+	GatewayAdvertise string
+}
+
+// Gateway is a remote cluster a node links to: its name and gateway URLs,
+// e.g. "nats://127.0.0.1:7222".
+type Gateway struct {
+	Name string
+	URLs []string
 }
 
 // Bool returns a pointer to b, for Options.SyncAlways and
@@ -95,6 +114,9 @@ type resolved struct {
 	clusterName  string
 	routes       []*url.URL
 	advertise    string
+	gateway      bool
+	gateways     []*server.RemoteGatewayOpts
+	gwAdvertise  string
 }
 
 // Validate reports whether the options can start a server. It returns an
@@ -114,6 +136,22 @@ func (o Options) Validate() error {
 	}
 	if o.ClusterName == "" && (len(o.Routes) > 0 || o.ClusterPort != 0) {
 		return fmt.Errorf("%w: routes or cluster port without a cluster name", ErrInvalidOptions)
+	}
+	if o.GatewayPort < 0 || o.GatewayPort > 65535 {
+		return fmt.Errorf("%w: gateway port %d", ErrInvalidOptions, o.GatewayPort)
+	}
+	if o.ClusterName == "" && (len(o.Gateways) > 0 || o.GatewayPort != 0) {
+		return fmt.Errorf("%w: gateways without a cluster name", ErrInvalidOptions)
+	}
+	for _, g := range o.Gateways {
+		if !natsclient.ValidToken(g.Name, false) || len(g.URLs) == 0 {
+			return fmt.Errorf("%w: gateway %q with %d urls", ErrInvalidOptions, g.Name, len(g.URLs))
+		}
+		for _, r := range g.URLs {
+			if _, err := parseRoute(r); err != nil {
+				return err
+			}
+		}
 	}
 	if !natsclient.ValidToken(o.ClusterName, true) {
 		return fmt.Errorf("%w: cluster name %q", ErrInvalidOptions, o.ClusterName)
@@ -167,6 +205,7 @@ type Server struct {
 		srv         *server.Server // last started instance, nil before the first start
 		port        int            // client port, fixed after the first start
 		clusterPort int            // route port, fixed after the first start
+		gatewayPort int            // gateway port, fixed after the first start
 		closed      bool           // the temporary store was removed
 	}
 }
@@ -237,6 +276,19 @@ func newServer(opts Options) (*Server, error) {
 		}
 		cfg.routes = append(cfg.routes, u)
 	}
+	cfg.gateway = opts.GatewayPort != 0 || len(opts.Gateways) > 0
+	cfg.gwAdvertise = opts.GatewayAdvertise
+	for _, g := range opts.Gateways {
+		rg := &server.RemoteGatewayOpts{Name: g.Name}
+		for _, r := range g.URLs {
+			u, err := parseRoute(r)
+			if err != nil {
+				return nil, err
+			}
+			rg.URLs = append(rg.URLs, u)
+		}
+		cfg.gateways = append(cfg.gateways, rg)
+	}
 	if cfg.storeDir == "" {
 		dir, err := os.MkdirTemp("", "cutover-nats-")
 		if err != nil {
@@ -245,7 +297,7 @@ func newServer(opts Options) (*Server, error) {
 		cfg.storeDir, cfg.tempStore = dir, true
 	}
 	s := &Server{cfg: cfg}
-	s.mu.port, s.mu.clusterPort = opts.Port, opts.ClusterPort
+	s.mu.port, s.mu.clusterPort, s.mu.gatewayPort = opts.Port, opts.ClusterPort, opts.GatewayPort
 	return s, nil
 }
 
@@ -253,7 +305,7 @@ func newServer(opts Options) (*Server, error) {
 // resolved Options; nats-server mutates the struct it is given, so it is
 // never reused. It is the only place our options become nats-server's: the
 // secure path layers its settings on top (Server.layer).
-func (s *Server) serverOptions(port, clusterPort int) *server.Options {
+func (s *Server) serverOptions(port, clusterPort, gatewayPort int) *server.Options {
 	o := &server.Options{
 		ServerName:         s.cfg.name,
 		Host:               s.cfg.host,
@@ -274,6 +326,17 @@ func (s *Server) serverOptions(port, clusterPort int) *server.Options {
 		o.Cluster.Advertise = s.cfg.advertise
 		o.Routes = append([]*url.URL(nil), s.cfg.routes...)
 	}
+	if s.cfg.gateway {
+		o.Gateway.Name = s.cfg.clusterName
+		o.Gateway.Host = s.cfg.host
+		o.Gateway.Port = orRandom(gatewayPort)
+		o.Gateway.Advertise = s.cfg.gwAdvertise
+		for _, g := range s.cfg.gateways {
+			c := *g
+			c.URLs = append([]*url.URL(nil), g.URLs...)
+			o.Gateway.Gateways = append(o.Gateway.Gateways, &c)
+		}
+	}
 	return o
 }
 
@@ -287,13 +350,13 @@ func orRandom(port int) int {
 // startLocked starts a new server instance; s.life must be held.
 func (s *Server) startLocked() error {
 	s.mu.Lock()
-	port, clusterPort, closed := s.mu.port, s.mu.clusterPort, s.mu.closed
+	port, clusterPort, gatewayPort, closed := s.mu.port, s.mu.clusterPort, s.mu.gatewayPort, s.mu.closed
 	s.mu.Unlock()
 	if closed {
 		return ErrClosed
 	}
 
-	so := s.serverOptions(port, clusterPort)
+	so := s.serverOptions(port, clusterPort, gatewayPort)
 	if s.layer != nil {
 		if err := s.layer(so); err != nil {
 			return err
@@ -342,6 +405,9 @@ func (s *Server) startLocked() error {
 	if a := ns.ClusterAddr(); a != nil {
 		s.mu.clusterPort = a.Port
 	}
+	if a := ns.GatewayAddr(); a != nil {
+		s.mu.gatewayPort = a.Port
+	}
 	return nil
 }
 
@@ -388,6 +454,17 @@ func (s *Server) ClusterURL() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return "nats-route://" + net.JoinHostPort(s.cfg.host, strconv.Itoa(s.mu.clusterPort))
+}
+
+// GatewayURL returns the gateway URL ("nats://host:port") of a node with a
+// gateway, or "" otherwise.
+func (s *Server) GatewayURL() string {
+	if !s.cfg.gateway {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return "nats://" + net.JoinHostPort(s.cfg.host, strconv.Itoa(s.mu.gatewayPort))
 }
 
 // Name returns the server name.

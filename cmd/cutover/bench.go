@@ -160,22 +160,28 @@ func benchReads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func benchFence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, asJSON := suiteFlags("fence", "[--json] [--conversations N] [--big N] [--clients N] [--concurrency N] [--strategies a,b]", stdout)
+	fs, asJSON := suiteFlags("fence", "[--json] [--conversations N] [--big N] [--huge N] [--clients N] [--concurrency N] [--strategies a,b] [--supercluster [--wan rtt=80ms,mbps=200]]", stdout)
 	o := bench.FenceOptions{Progress: suiteProgress(stderr, "fence")}
 	fs.IntVar(&o.Conversations, "conversations", 30, "conversations (54% 10 messages, 39% 80, 7% --big; at least one of each)")
 	fs.IntVar(&o.Big, "big", 4000, "messages in a large conversation")
 	fs.IntVar(&o.Clients, "clients", 6, "concurrent users driving live traffic")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "migrations in flight")
 	fs.BoolVar(&o.Warmup, "warmup", true, "first migrate a tiny workload once, unmeasured (the first run in a process is slower)")
+	fs.IntVar(&o.Huge, "huge", 0, "also migrate this many conversations of --huge-size messages, a class of their own")
+	fs.IntVar(&o.HugeSize, "huge-size", bench.DefaultHugeSize, "messages in a huge conversation")
+	checkWAN := wanFlags(fs, &o.Supercluster, &o.WAN)
 	strategies := fs.String("strategies", strings.Join(bench.FenceStrategies, ","), "strategies to run (protocol first)")
 	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) {
+		if err := checkWAN(); err != nil {
+			return nil, err
+		}
 		o.Strategies = strings.Split(*strategies, ",")
 		return bench.Fence(ctx, o)
 	})
 }
 
 func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, asJSON := suiteFlags("throughput", "[--json] [--conversations N] [--big N] [--clients N] [--concurrency N]", stdout)
+	fs, asJSON := suiteFlags("throughput", "[--json] [--conversations N] [--big N] [--clients N] [--concurrency N] [--supercluster [--wan SPEC]]", stdout)
 	o := bench.ThroughputOptions{Progress: suiteProgress(stderr, "throughput")}
 	fs.IntVar(&o.Conversations, "conversations", 300, "conversations (paper size mix)")
 	fs.IntVar(&o.Big, "big", 4000, "messages in a large conversation")
@@ -185,17 +191,29 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.StringVar(&o.Fanout, "fanout", "direct", "how the migrations start: direct (one Start each, all at once; the engine's capacity) or tenant (one tenant move with --concurrency)")
 	fs.BoolVar(&o.LazyFsync, "lazy-fsync", false, "run JetStream with its default lazy fsync instead of sync always (Pebble keeps fsync per commit)")
 	fs.IntVar(&o.BackgroundSteps, "background-steps", 0, "per worker, concurrent steps of migrations outside Phase 3 (0: the orchestrator's default, 16)")
-	fs.IntVar(&o.Cluster, "cluster", 1, "nodes: 1 (one node, sync always) or 3 (an embedded R3 cluster, the clustered durable default)")
-	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) { return bench.Throughput(ctx, o) })
+	fs.IntVar(&o.Cluster, "cluster", 1, "nodes: 1 (one node, sync always) or 3 (an embedded R3 cluster, the clustered durable default); per region with --supercluster")
+	checkWAN := wanFlags(fs, &o.Supercluster, &o.WAN)
+	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) {
+		if err := checkWAN(); err != nil {
+			return nil, err
+		}
+		return bench.Throughput(ctx, o)
+	})
 }
 
 func benchCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, asJSON := suiteFlags("copy", "[--json] [--conversations N] [--messages N]", stdout)
+	fs, asJSON := suiteFlags("copy", "[--json] [--conversations N] [--messages N] [--supercluster [--wan SPEC]]", stdout)
 	o := bench.CopyOptions{Progress: suiteProgress(stderr, "copy")}
 	fs.IntVar(&o.Conversations, "conversations", 3, "large conversations to migrate, one at a time")
 	fs.IntVar(&o.Messages, "messages", 4000, "messages per conversation")
 	fs.IntVar(&o.PageLimit, "page-limit", contract.DefaultPageLimit, "export page size, for the migration and the raw copy alike")
-	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) { return bench.Copy(ctx, o) })
+	checkWAN := wanFlags(fs, &o.Supercluster, &o.WAN)
+	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) {
+		if err := checkWAN(); err != nil {
+			return nil, err
+		}
+		return bench.Copy(ctx, o)
+	})
 }
 
 // runSuite parses a suite's flags, runs it and prints its result.

@@ -43,6 +43,16 @@ func TestBenchSuites(t *testing.T) {
 				}
 			}
 		}},
+		{[]string{"fence", "--warmup=false", "--supercluster", "--wan", "rtt=20ms", "--strategies", "protocol,stop-and-copy", "--conversations", "3", "--big", "40", "--huge", "1", "--huge-size", "200", "--clients", "2", "--concurrency", "3"}, func(t *testing.T, v map[string]any) {
+			allCompleted(t, v["ours"])
+			d := v["details"].(map[string]any)
+			if m, _ := d["physical_min_ms"].(float64); m < 20 {
+				t.Errorf("physical_min_ms %v, want >= the 20 ms rtt", d["physical_min_ms"])
+			}
+			if r, ok := d["ratio_to_min"].(map[string]any)["200"].(float64); !ok || r <= 0 {
+				t.Errorf("ratio_to_min of the huge class: %v", d["ratio_to_min"])
+			}
+		}},
 		{[]string{"throughput", "--conversations", "3", "--big", "40", "--clients", "1", "--concurrency", "3"}, func(t *testing.T, v map[string]any) {
 			allCompleted(t, v["ours"])
 			if _, ok := v["ours"].(map[string]any)["cpu"]; !ok {

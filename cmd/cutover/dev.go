@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cutover/cutover/internal/system"
+	cnats "github.com/cutover/cutover/nats"
 )
 
 func init() {
@@ -15,7 +16,7 @@ func init() {
 }
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("dev", "dev [--http ADDR] [--dashboard ADDR] [--data DIR] [--regions a,b] [--cluster 1|3] [--nats-port N] [--queue-writes D]", stdout)
+	fs := newFlags("dev", "dev [--http ADDR] [--dashboard ADDR] [--data DIR] [--regions a,b] [--cluster 1|3] [--supercluster [--wan SPEC]] [--nats-port N] [--queue-writes D]", stdout)
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the HTTP API")
 	data := fs.String("data", "", "data directory (NATS store and Pebble stores); empty = a temporary directory")
 	regions := fs.String("regions", "us-east,eu-west", "regions, comma separated; the first is the write region")
@@ -23,13 +24,20 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	natsPort := fs.Int("nats-port", 4222, "client port of the embedded NATS server (0 = any free port)")
 	dashboard := fs.String("dashboard", "127.0.0.1:8081", "address of the operator dashboard and the projector's read models (/v1/migrations, /v1/tenants/{id})")
 	queue := addQueueFlags(fs)
+	var sc bool
+	var wan cnats.WAN
+	checkWAN := wanFlags(fs, &sc, &wan)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkWAN(); err != nil {
 		return err
 	}
 	if err := checkListenAddr("dashboard", *dashboard); err != nil {
 		return err
 	}
-	scfg := system.Config{Regions: splitList(*regions), HTTPAddr: *httpAddr, Cluster: *cluster, NATSPort: *natsPort, DashboardAddr: *dashboard}
+	scfg := system.Config{Regions: splitList(*regions), HTTPAddr: *httpAddr, Cluster: *cluster, NATSPort: *natsPort, DashboardAddr: *dashboard,
+		Supercluster: sc, WAN: wan}
 	if err := queue.apply(&scfg); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cutover/cutover/internal/ops"
 	"github.com/cutover/cutover/internal/system"
+	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/services/api"
 )
 
@@ -115,4 +116,22 @@ func (q queueFlags) apply(c *system.Config) error {
 		c.QueueWrites = -1
 	}
 	return nil
+}
+
+// wanFlags adds --supercluster and --wan (dev, demo, chaos, bench) and
+// returns a function that checks them after parsing.
+func wanFlags(fs *flag.FlagSet, supercluster *bool, wan *cnats.WAN) func() error {
+	fs.BoolVar(supercluster, "supercluster", false, "one embedded NATS cluster per region (--cluster nodes each), joined by gateways through WAN proxies")
+	spec := fs.String("wan", "", "shape every gateway link, e.g. rtt=80ms,mbps=200 (needs --supercluster)")
+	return func() error {
+		w, err := cnats.ParseWAN(*spec)
+		if err != nil {
+			return fmt.Errorf("%w: --wan: %w", errUsage, err)
+		}
+		if w != (cnats.WAN{}) && !*supercluster {
+			return fmt.Errorf("%w: --wan needs --supercluster", errUsage)
+		}
+		*wan = w
+		return nil
+	}
 }

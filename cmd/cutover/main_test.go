@@ -113,3 +113,18 @@ func TestDemoSmall(t *testing.T) {
 		t.Fatalf("no invariants.stale_reads in %s", b)
 	}
 }
+
+// TestDemoSupercluster: the demo on a two-region supercluster whose
+// gateways are WAN-shaped passes every invariant (issue 16).
+func TestDemoSupercluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo")
+	}
+	code, out, errs := run(t, "demo", "--supercluster", "--wan", "rtt=40ms,mbps=200", "--conversations", "8", "--big", "300", "--clients", "3")
+	if code != 0 || !strings.Contains(out, "OK:") || !strings.Contains(out, "supercluster") {
+		t.Fatalf("demo exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, _ := run(t, "demo", "--wan", "rtt=40ms"); code != 2 {
+		t.Fatalf("--wan without --supercluster: exit %d, want 2 (usage)", code)
+	}
+}

@@ -99,13 +99,17 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 // ------------------------------------------------------------------ nats
 
 func runNATSRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("nats", "nats [--port N] [--store DIR] [--name NAME] [--cluster-name NAME --cluster-port N --routes URL,...] [--log]\n\nAn embedded nats-server with JetStream (sync_interval always), listening on loopback only: for\ndevelopment and tests. A 3-node cluster is three of these with the same --cluster-name, each\nwith its own --name, --store, --port and --cluster-port and --routes to the other two\n(nats-route://127.0.0.1:PORT). Production runs nats-server itself.", stdout)
+	fs := newFlags("nats", "nats [--port N] [--store DIR] [--name NAME] [--cluster-name NAME --cluster-port N --routes URL,...] [--gateway-port N --gateway NAME=URL,...] [--log]\n\nAn embedded nats-server with JetStream (sync_interval always), listening on loopback only: for\ndevelopment and tests. A 3-node cluster is three of these with the same --cluster-name, each\nwith its own --name, --store, --port and --cluster-port and --routes to the other two\n(nats-route://127.0.0.1:PORT). A supercluster is one such cluster per region, each node with a\n--gateway-port and one --gateway per other region (a one-node region routes to itself: JetStream\nclustering needs a configured route). Production runs nats-server itself.", stdout)
 	port := fs.Int("port", 4222, "client port (0 = any free port)")
 	store := fs.String("store", "", "JetStream store directory (empty = a temporary directory removed at exit)")
 	name := fs.String("name", "", "server name (cluster nodes must keep theirs across restarts; empty = random)")
 	clusterName := fs.String("cluster-name", "", "cluster name; empty runs a standalone server")
 	clusterPort := fs.Int("cluster-port", 0, "route port of a cluster node (0 = any free port)")
 	routes := fs.String("routes", "", "route URLs of the other cluster nodes, comma separated")
+	gatewayPort := fs.Int("gateway-port", 0, "gateway port of a supercluster node (0 = no gateway unless --gateway is given, then any free port); the gateway is named after --cluster-name")
+	var gateways stringList
+	fs.Var(&gateways, "gateway", "a remote cluster of the supercluster, NAME=URL[,URL...] (gateway URLs, e.g. eu-west=nats://127.0.0.1:7222); repeatable")
+	gatewayAdvertise := fs.String("gateway-advertise", "", "gateway address gossiped to other clusters (empty = the real one)")
 	logging := fs.Bool("log", false, "print the server's log to stderr")
 	tlsCert := fs.String("tls-cert", "", "server certificate (PEM): TLS required on client connections")
 	tlsKey := fs.String("tls-key", "", "key of --tls-cert")
@@ -121,7 +125,15 @@ func runNATSRole(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	opts := cnats.Options{Port: *port, StoreDir: *store, Name: *name, ClusterName: *clusterName,
-		ClusterPort: *clusterPort, Routes: splitList(*routes), Logging: *logging}
+		ClusterPort: *clusterPort, Routes: splitList(*routes), Logging: *logging,
+		GatewayPort: *gatewayPort, GatewayAdvertise: *gatewayAdvertise}
+	for _, g := range gateways {
+		name, urls, ok := strings.Cut(g, "=")
+		if !ok {
+			return fmt.Errorf("%w: --gateway %q: want NAME=URL[,URL...]", errUsage, g)
+		}
+		opts.Gateways = append(opts.Gateways, cnats.Gateway{Name: name, URLs: splitList(urls)})
+	}
 	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -149,6 +161,9 @@ func runNATSRole(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stdout, "  store     %s\n", srv.StoreDir())
 		if u := srv.ClusterURL(); u != "" {
 			fmt.Fprintf(stdout, "  cluster   %s, routes on %s, peers %s\n", *clusterName, u, strings.Join(opts.Routes, ", "))
+		}
+		if u := srv.GatewayURL(); u != "" {
+			fmt.Fprintf(stdout, "  gateway   %s on %s, remotes %s\n", *clusterName, u, strings.Join(gateways, " "))
 		}
 		fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/cutover/cutover/internal/check"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
+	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/services/client"
 )
 
@@ -42,6 +43,10 @@ type Options struct {
 	// (system.Config.QueueWrites: 0 = the default 2 s, negative = off).
 	QueueWrites time.Duration
 	QueueMax    int
+	// Supercluster runs one cluster per region joined by gateways, each
+	// gateway link shaped by WAN (system.Config.Supercluster).
+	Supercluster bool
+	WAN          cnats.WAN
 }
 
 // Run runs the demo, printing progress to stdout (milestones) and stderr
@@ -50,7 +55,7 @@ type Options struct {
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, error) {
 	start := time.Now()
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	cfg := system.Config{Cluster: o.Cluster, Workers: 2}
+	cfg := system.Config{Cluster: o.Cluster, Workers: 2, Supercluster: o.Supercluster, WAN: o.WAN}
 	cfg.Orchestrator.CleanupWindow = 10 * time.Minute // keep the source for the dual-authority check
 	cfg.Orchestrator.Convergence = o.Convergence
 	cfg.QueueWrites, cfg.QueueMax = o.QueueWrites, o.QueueMax
@@ -74,6 +79,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	rep.Setup.Durability = "JetStream sync_interval always; Pebble fsync per commit"
 	if o.Cluster > 1 {
 		rep.Setup.Durability = "JetStream R3, sync_interval always; Pebble fsync per commit"
+	}
+	if o.Supercluster {
+		rep.Setup.Topology = fmt.Sprintf("supercluster: %d cluster(s) of %d node(s), gateways through WAN proxies", len(sys.Config.Regions), o.Cluster)
+		rep.Setup.WAN = o.WAN.String()
+		say("  supercluster: one cluster per region, gateway links shaped %q", rep.Setup.WAN)
 	}
 
 	// The independent observer of every routing revision.

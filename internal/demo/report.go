@@ -25,6 +25,9 @@ type Report struct {
 		// QueueWritesMs is how long the API parks a write behind a lock
 		// (0: no queueing).
 		QueueWritesMs float64 `json:"queue_writes_ms"`
+		// Topology and WAN are set with --supercluster only.
+		Topology string `json:"topology,omitempty"`
+		WAN      string `json:"wan,omitempty"`
 	} `json:"setup"`
 	Migrations struct {
 		Total        int `json:"total"`

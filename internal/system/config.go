@@ -34,7 +34,19 @@ type Config struct {
 	NATSURL  string
 	NATSPort int
 	// Cluster is the number of JetStream nodes: 1, or 3 for R3 streams.
+	// With Supercluster it is the number of nodes per region.
 	Cluster int
+	// Supercluster starts one embedded cluster per region (Cluster nodes
+	// each) joined by gateways instead of one cluster for every region
+	// (DESIGN.md "Regions for real"): ROUTING and the migration streams in
+	// the first region, a ROUTING mirror in each other region, PAGES in the
+	// second region (the importing region of a migration away from the
+	// first; one PAGES stream serves both directions), and each region's
+	// services connected to their own cluster.
+	Supercluster bool
+	// WAN shapes every gateway link of the supercluster (delay and
+	// bandwidth; cnats.ParseWAN reads the --wan flag).
+	WAN cnats.WAN
 	// NATSSyncLazy runs an embedded single node with JetStream's default
 	// background fsync instead of sync always (bench.LazyJetStream).
 	NATSSyncLazy bool
@@ -108,6 +120,12 @@ func (c *Config) EnsureDefaults() error {
 	if c.Cluster == 0 {
 		c.Cluster = 1
 	}
+	if c.Supercluster && len(c.Regions) < 2 {
+		return fmt.Errorf("%w: a supercluster needs >= 2 regions", ErrConfig)
+	}
+	if c.WAN != (cnats.WAN{}) && !c.Supercluster {
+		return fmt.Errorf("%w: --wan shapes supercluster gateways: it needs --supercluster", ErrConfig)
+	}
 	if c.ServiceSecret == "" {
 		c.ServiceSecret = "dev-secret"
 	}
@@ -159,6 +177,15 @@ func (c *Config) EnsureDefaults() error {
 			WriteLease: 10 * time.Second, MaxLease: 30 * time.Minute, SecondaryLease: time.Hour}
 	}
 	return nil
+}
+
+// placement is where the ROUTING bucket and PAGES go ("" each outside a
+// supercluster: the connected cluster).
+func (c *Config) placement() (home, pages string) {
+	if !c.Supercluster {
+		return "", ""
+	}
+	return c.Regions[0], c.Regions[1]
 }
 
 // replicas is the replica count of the streams this deployment creates.

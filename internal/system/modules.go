@@ -24,7 +24,13 @@ import (
 )
 
 // Endpoint is the NATS deployment the process talks to.
-type Endpoint struct{ URL string }
+type Endpoint struct {
+	// URL is the process's own cluster (a supercluster's home region).
+	URL string
+	// Regions, in a supercluster, are each region's cluster URLs: a
+	// region's services connect there only.
+	Regions map[string]string
+}
 
 type (
 	// Regions are the regions a process serves, by name.
@@ -157,6 +163,19 @@ func provideNATS(lc fx.Lifecycle, cfg *Config) (*Endpoint, error) {
 	if cfg.DataDir != "" && !cfg.InMemory {
 		dir = filepath.Join(cfg.DataDir, "nats")
 	}
+	if cfg.Supercluster {
+		sc, err := cnats.StartSupercluster(cnats.SuperclusterOptions{
+			Regions: cfg.Regions, Nodes: cfg.Cluster, BaseDir: dir, WAN: cfg.WAN})
+		if err != nil {
+			return nil, err
+		}
+		lc.Append(fx.StopHook(sc.Shutdown))
+		ep := &Endpoint{URL: sc.Regions[0].ClientURLs(), Regions: map[string]string{}}
+		for _, r := range sc.Regions {
+			ep.Regions[r.Name] = r.ClientURLs()
+		}
+		return ep, nil
+	}
 	if cfg.Cluster > 1 {
 		cl, err := cnats.StartCluster(cnats.ClusterOptions{Nodes: cfg.Cluster, BaseDir: dir})
 		if err != nil {
@@ -210,8 +229,9 @@ func provideConn(in connIn) (*nats.Conn, jetstream.JetStream, error) {
 func provideRoutingStore(cfg *Config, nc *nats.Conn, js jetstream.JetStream) (*kvrouting.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	home, pages := cfg.placement()
 	if err := Provision(ctx, js, ProvisionConfig{Nodes: cfg.Cluster, Routing: true, RoutingHistory: cfg.RoutingHistory,
-		Pages: true, Mirrors: cfg.Regions[1:], Logger: cfg.Logger}); err != nil {
+		Pages: true, Mirrors: cfg.Regions[1:], Home: home, PagesRegion: pages, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	return kvrouting.NewStore(ctx, nc, js, "")
@@ -294,13 +314,29 @@ func provideRegions(lc fx.Lifecycle, cfg *Config, lk *kvrouting.Locker) (Regions
 
 // serveContracts puts every service of every region on NATS (the migration
 // contract; DESIGN.md "Services and the contract").
-func serveContracts(lc fx.Lifecycle, nc *nats.Conn, js jetstream.JetStream, regions Regions) error {
+//
+// In a supercluster each region's services get their own connection to
+// their own region's cluster, so that what they exchange with another
+// region crosses a gateway (the WAN) as it would in production.
+func serveContracts(lc fx.Lifecycle, ep *Endpoint, nc *nats.Conn, js jetstream.JetStream, regions Regions) error {
 	var servers []*contractnats.Server
+	var conns []*nats.Conn
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			for name, reg := range regions {
+				rnc, rjs := nc, js
+				if url, ok := ep.Regions[name]; ok {
+					cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					c, j, err := cnats.Connect(cctx, url)
+					cancel()
+					if err != nil {
+						return fmt.Errorf("connect region %s: %w", name, err)
+					}
+					conns = append(conns, c)
+					rnc, rjs = c, j
+				}
 				for _, p := range reg.Participants() {
-					s, err := contractnats.Serve(context.Background(), nc, js, name, p, contractnats.ServeOptions{})
+					s, err := contractnats.Serve(context.Background(), rnc, rjs, name, p, contractnats.ServeOptions{})
 					if err != nil {
 						return fmt.Errorf("serve %s/%s: %w", name, p.Service(), err)
 					}
@@ -313,6 +349,9 @@ func serveContracts(lc fx.Lifecycle, nc *nats.Conn, js jetstream.JetStream, regi
 			var errs []error
 			for _, s := range servers {
 				errs = append(errs, s.Stop())
+			}
+			for _, c := range conns {
+				c.Close()
 			}
 			return errors.Join(errs...)
 		},

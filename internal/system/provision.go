@@ -28,6 +28,12 @@ type ProvisionConfig struct {
 	Pages          bool
 	Migration      bool
 	Mirrors        []string
+	// Home places ROUTING in this cluster and each mirror in its region's
+	// cluster (a supercluster); PagesRegion places PAGES. "" leaves
+	// placement to JetStream (the connected cluster), as do the migration
+	// streams always: they belong where the orchestrators connect.
+	Home        string
+	PagesRegion string
 	// Attempts per item (0 = 10), each bounded by PerAttempt (0 = 5 s).
 	Attempts   int
 	PerAttempt time.Duration
@@ -63,7 +69,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, c ProvisionConfig) e
 	var steps []step
 	if c.Routing {
 		steps = append(steps, step{"routing bucket", func(ctx context.Context) error {
-			_, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Nodes: c.Nodes, History: c.RoutingHistory})
+			_, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Nodes: c.Nodes, History: c.RoutingHistory, Cluster: c.Home})
 			return err
 		}}, step{"routing history", func(ctx context.Context) error {
 			_, err := cnats.ProvisionRoutingHistory(ctx, js, replicas, 0)
@@ -72,13 +78,23 @@ func Provision(ctx context.Context, js jetstream.JetStream, c ProvisionConfig) e
 	}
 	for _, r := range c.Mirrors {
 		steps = append(steps, step{"mirror " + r, func(ctx context.Context) error {
-			_, err := cnats.ProvisionMirror(ctx, js, r, 1)
+			var opts []cnats.MirrorOption
+			if c.Home != "" {
+				opts = append(opts, cnats.MirrorInCluster(r))
+			}
+			_, err := cnats.ProvisionMirror(ctx, js, r, 1, opts...)
 			return err
 		}})
 	}
 	if c.Pages {
 		steps = append(steps, step{"pages stream", func(ctx context.Context) error {
-			_, err := contractnats.ProvisionPages(ctx, js, replicas)
+			if c.PagesRegion == "" {
+				_, err := contractnats.ProvisionPages(ctx, js, replicas)
+				return err
+			}
+			sc := contractnats.PagesConfig(replicas)
+			sc.Placement = cnats.InRegion(c.PagesRegion)
+			_, err := js.CreateOrUpdateStream(ctx, sc)
 			return err
 		}})
 	}

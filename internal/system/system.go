@@ -30,8 +30,10 @@ type System struct {
 	// NATSURL is the deployment's client URL(s); NC and JS the process's
 	// connection.
 	NATSURL string
-	NC      *nats.Conn
-	JS      jetstream.JetStream
+	// RegionURLs, in a supercluster, are each region's own cluster URLs.
+	RegionURLs map[string]string
+	NC         *nats.Conn
+	JS         jetstream.JetStream
 	// Routing is the routing store; Locker the lock lifecycle over it;
 	// Resolvers each region's cached resolver.
 	Routing   *kvrouting.Store
@@ -40,13 +42,13 @@ type System struct {
 	Regions   Regions
 	// APIURL is the user-facing API's base URL (http://host:port); API
 	// is its handler (QueueStats).
-	APIURL    string
-	API       *api.Server
+	APIURL string
+	API    *api.Server
 	// DashboardURL serves the projector's read models and the operator
 	// dashboard (Config.DashboardAddr; "" without).
 	DashboardURL string
-	Orch      *orchestrator.Client
-	Directory orchestrator.Directory
+	Orch         *orchestrator.Client
+	Directory    orchestrator.Directory
 	// Workers are the workers Start runs (none with Config.Workers = -1);
 	// Projector is nil with Config.NoProjector.
 	Workers   []*orchestrator.Worker
@@ -98,7 +100,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		s.removeTemp()
 		return nil, err
 	}
-	s.NATSURL, s.APIURL, s.Directory = ep.URL, hs.URL(), dir
+	s.NATSURL, s.RegionURLs, s.APIURL, s.Directory = ep.URL, ep.Regions, hs.URL(), dir
 	if ph.HTTPServer != nil {
 		s.DashboardURL = ph.URL()
 	}

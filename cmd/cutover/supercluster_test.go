@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/internal/proctest"
+	cnats "github.com/cutover/cutover/nats"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestSuperclusterProcesses is the supercluster variant of the cluster
+// test (issue 16; make cluster-test): one `cutover nats` process per
+// region, gateways configured by flags, every gateway link through a
+// WAN-shaping proxy in this test process. From each region's own cluster
+// it provisions ROUTING in the home region and a mirror in the other, writes
+// through the away region and reads the write back from its mirror, then
+// cuts the away region off and heals it.
+func TestSuperclusterProcesses(t *testing.T) {
+	if os.Getenv(clusterEnv) == "" {
+		t.Skipf("set %s=1 (make cluster-test) to run the multi-process supercluster test", clusterEnv)
+	}
+	const home, away = "us-east", "eu-west"
+	dir := t.TempDir()
+	bin := proctest.Binary(t, dir)
+	ports := proctest.FreePorts(t, 6) // client, route, gateway per region
+	regions := []string{home, away}
+	// proxies[i] carries the gateway link that the other region solicits
+	// to region i.
+	var proxies []*cnats.Proxy
+	for i := range regions {
+		p, err := cnats.StartProxy(fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		p.SetWAN(cnats.WAN{RTT: 40 * time.Millisecond, Mbps: 200})
+		proxies = append(proxies, p)
+	}
+	var procs []*proctest.Proc
+	for i, r := range regions {
+		client, route, gw := ports[3*i], ports[3*i+1], ports[3*i+2]
+		other := 1 - i
+		args := []string{"nats", "--name", r + "-n0", "--port", fmt.Sprint(client), "--store", filepath.Join(dir, r),
+			"--cluster-name", r, "--cluster-port", fmt.Sprint(route), "--routes", fmt.Sprintf("nats-route://127.0.0.1:%d", route),
+			"--gateway-port", fmt.Sprint(gw), "--gateway", regions[other] + "=nats://" + proxies[other].Addr(),
+			"--gateway-advertise", "127.0.0.1:1"}
+		procs = append(procs, proctest.Start(t, bin, "nats-"+r, args...))
+	}
+	for _, p := range procs {
+		p.Await(t, `gateway\s+\S+ on (\S+)`, 60*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	connect := func(i int) (jetstream.JetStream, func()) {
+		nc, js, err := cnats.Connect(ctx, fmt.Sprintf("nats://127.0.0.1:%d", ports[3*i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js, nc.Close
+	}
+	jsHome, closeHome := connect(0)
+	defer closeHome()
+	jsAway, closeAway := connect(1)
+	defer closeAway()
+
+	// The meta group spans both processes once the gateways are up;
+	// provisioning retries until then.
+	var kv jetstream.KeyValue
+	for {
+		var err error
+		if kv, err = cnats.ProvisionRouting(ctx, jsAway, cnats.RoutingConfig{Cluster: home}); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("provision ROUTING from the away region: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := cnats.ProvisionMirror(ctx, jsHome, away, 1, cnats.MirrorInCluster(away)); err != nil {
+		t.Fatal(err)
+	}
+	for stream, want := range map[string]string{cnats.RoutingStream: home, cnats.MirrorStream(away): away} {
+		st, err := jsHome.Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := st.CachedInfo().Cluster; c == nil || c.Name != want {
+			t.Fatalf("stream %s placed in %+v, want %s", stream, c, want)
+		}
+	}
+	mirrored := func(rev uint64) {
+		t.Helper()
+		for {
+			st, err := jsAway.Stream(ctx, cnats.MirrorStream(away))
+			if err == nil && st.CachedInfo().State.LastSeq >= rev {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("mirror never reached revision %d: %v", rev, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	rev, err := kv.Create(ctx, "doc", []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirrored(rev)
+
+	// Cut the away region off, then heal: the mirror catches up.
+	for _, p := range proxies {
+		p.SetMode(cnats.ProxyDrop)
+	}
+	homeKV, err := jsHome.KeyValue(ctx, cnats.RoutingBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev, err = homeKV.Put(ctx, "doc", []byte("v2")); err != nil {
+		t.Fatalf("write in the home region during the partition: %v", err)
+	}
+	for _, p := range proxies {
+		p.SetMode(cnats.ProxyOpen)
+	}
+	mirrored(rev)
+}
