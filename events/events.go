@@ -186,6 +186,11 @@ type Validated struct {
 // swapped, Swapped checkpoints those pages too (Deltas, applied before the
 // swap): the write-blocked window is then two synced appends long.
 type Swapped struct {
+	// At is when the swap's conditional write returned: the write-blocked
+	// window ends there, whatever the step did after it (the post-swap
+	// fence, the swap-in notice) before it appended this event. Zero in a
+	// swap recognised after the fact; the event's time stands in.
+	At         time.Time     `msgpack:"at,omitempty"`
 	Validation *Validated    `msgpack:"val,omitempty"`
 	CleanupAt  time.Time     `msgpack:"cleanup,omitempty"`
 	Deltas     []DeltaCopied `msgpack:"deltas,omitempty"`

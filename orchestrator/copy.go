@@ -47,6 +47,14 @@ type copiedPage struct {
 	pi  PageInfo
 }
 
+// sealed is a service's copy sealed at the target (contract.ApplyImport):
+// the target's digests after its grant was revoked, and whether the seal
+// found the grant no longer in force (Refused).
+type sealed struct {
+	digests []contract.SliceDigest
+	refused bool
+}
+
 // copyRun copies up to w.cfg.PagesPerStep consecutive pages of one service,
 // starting at req. Exports (a read of the source store and a synced
 // publish) run ahead of the imports by up to two pages while the target
@@ -55,24 +63,43 @@ type copiedPage struct {
 // returns the pages copied, in order; an error ends the run, and the pages
 // before it stand (the next step resumes after them). No new export starts
 // once pageRunBudget has passed, so a run never holds a step for long.
-func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, req contract.ExportRequest) ([]copiedPage, error) {
+//
+// Every import carries the attempt's grant (PageInfo.GrantUntil): granting
+// and importing are one request, not two round trips; only the attempt's
+// first historical run grants on its own, before it resets the target.
+//
+// A delta run (Phase 3, the source write-fenced) asks for its pages inline
+// (ExportRequest.Inline: the import request carries them, one cross-region
+// round trip a page instead of two) and, with seal, seals the service's
+// copy at the target in the request that imports its last page, or in a
+// request of its own when that page is empty (contract.ApplyImport; the
+// digests come back in the reply). An import refused because the attempt's
+// token is retired (an earlier seal of this attempt whose step was lost)
+// seals at once: what the target holds is then for validation to judge.
+func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, req contract.ExportRequest, seal bool) ([]copiedPage, *sealed, error) {
 	src, tgt, err := w.endpointPair(ctx, st, service)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	granted, err := w.grantImport(ctx, st, tgt)
-	if err != nil {
-		return nil, err
-	}
-	if granted && req.Mode == contract.Historical && req.Cursor == 0 && req.SyncToken == 0 {
+	_, gated := tgt.(contract.ImportGate)
+	gated = gated && st.Token != ""
+	grantUntil := w.cfg.Clock().Add(w.cfg.Locker.Config().HardDeleteLease)
+	if gated && req.Mode == contract.Historical && req.Cursor == 0 && req.SyncToken == 0 {
 		// The attempt's first page: the target may still hold an older copy
 		// (a move back within the cleanup window) with records the source
 		// no longer has; the copy starts from an empty target (issue 14
-		// #16). A redelivered first run resets again: nothing of it was
-		// recorded, and it re-exports from the start.
-		if _, err := tgt.(contract.ImportGate).ResetForCopy(ctx, st.Resource, st.Token); err != nil {
-			return nil, fmt.Errorf("reset %s at %s: %w", service, st.Target, err)
+		// #16), under a grant of its own. A redelivered first run resets
+		// again: nothing of it was recorded, and it re-exports from the
+		// start.
+		if _, err := w.grantImport(ctx, st, tgt); err != nil {
+			return nil, nil, err
 		}
+		if _, err := tgt.(contract.ImportGate).ResetForCopy(ctx, st.Resource, st.Token); err != nil {
+			return nil, nil, fmt.Errorf("reset %s at %s: %w", service, st.Target, err)
+		}
+	}
+	if req.Mode == contract.Delta {
+		req.Inline = true
 	}
 	type exported struct {
 		req contract.ExportRequest
@@ -107,19 +134,54 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, 
 	var out []copiedPage
 	for e := range pages {
 		if e.err != nil {
-			return out, fmt.Errorf("export %s: %w", service, e.err)
+			return out, nil, fmt.Errorf("export %s: %w", service, e.err)
 		}
-		if e.pi.Count > 0 {
-			if granted {
-				e.pi.Grant = st.Token
+		last := seal && !e.pi.More
+		if e.pi.Count > 0 || last {
+			e.pi.Resource = st.Resource
+			if gated {
+				e.pi.Grant, e.pi.GrantUntil = st.Token, grantUntil
 			}
-			if _, err := tgt.Import(ctx, st.ID, e.pi); err != nil {
-				return out, fmt.Errorf("import %s: %w", service, err)
+			e.pi.Seal = last
+			r, err := w.importPage(ctx, st, tgt, e.pi)
+			if err != nil && seal && contract.AsError(err).Code == contract.CodeConflict {
+				s, serr := w.sealAt(ctx, st, tgt)
+				if serr != nil {
+					return out, nil, serr
+				}
+				s.refused = true
+				return out, s, nil
+			}
+			if err != nil {
+				return out, nil, fmt.Errorf("import %s: %w", service, err)
+			}
+			if last {
+				s, err := w.sealedBy(ctx, st, tgt, r)
+				if err != nil {
+					return out, nil, err
+				}
+				out = append(out, copiedPage{e.req, e.pi})
+				return out, s, nil
 			}
 		}
 		out = append(out, copiedPage{e.req, e.pi})
 	}
-	return out, nil
+	return out, nil, nil
+}
+
+// importPage imports pi at tgt. A transport that predates grants in import
+// requests refuses a page whose grant it did not record (CodeConflict): the
+// page is then granted on its own and imported once more, and a retired
+// token stays refused by the grant.
+func (w *Worker) importPage(ctx context.Context, st *events.State, tgt Endpoint, pi PageInfo) (contract.ImportResult, error) {
+	r, err := tgt.Import(ctx, st.ID, pi)
+	if err == nil || pi.GrantUntil.IsZero() || pi.Seal || contract.AsError(err).Code != contract.CodeConflict {
+		return r, err
+	}
+	if _, gerr := w.grantImport(ctx, st, tgt); gerr != nil {
+		return r, gerr
+	}
+	return tgt.Import(ctx, st.ID, pi)
 }
 
 // pageRunBudget is how long a copy run keeps starting pages.
@@ -130,10 +192,12 @@ const pageRunBudget = 500 * time.Millisecond
 // and service; still one checkpoint entry per page, Algorithm 1 lines 8 and
 // 13). Pages that failed are not recorded: their services retry in the
 // next step; only when no page at all was copied does the step count a
-// transient failure.
-func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.ExportMode, pending []events.ServiceProgress) outcome {
+// transient failure. With seal (delta runs of Phase 3), the services whose
+// copy a run sealed at the target come back in seals.
+func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.ExportMode, pending []events.ServiceProgress, seal bool) (o outcome, seals map[string]sealed) {
 	type result struct {
 		pages []copiedPage
+		seal  *sealed
 		err   error
 	}
 	rs := make([]result, len(pending))
@@ -143,7 +207,7 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.
 		if mode == contract.Delta {
 			req.Cursor = p.DeltaCursor
 		}
-		wg.Go(func() { rs[i].pages, rs[i].err = w.copyRun(ctx, st, p.Service, req) })
+		wg.Go(func() { rs[i].pages, rs[i].seal, rs[i].err = w.copyRun(ctx, st, p.Service, req, seal) })
 	}
 	wg.Wait()
 	var (
@@ -159,6 +223,12 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.
 			}
 		}
 		svc := pending[i].Service
+		if r.seal != nil {
+			if seals == nil {
+				seals = map[string]sealed{}
+			}
+			seals[svc] = *r.seal
+		}
 		for _, c := range r.pages {
 			pi := c.pi
 			if mode == contract.Delta {
@@ -171,13 +241,16 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.
 	}
 	switch {
 	case len(hist) == 1:
-		return outcome{body: hist[0]}
+		return outcome{body: hist[0]}, seals
 	case len(hist) > 1:
-		return outcome{body: events.PagesCopied{Pages: hist}}
+		return outcome{body: events.PagesCopied{Pages: hist}}, seals
 	case len(delta) == 1:
-		return outcome{body: delta[0]}
+		return outcome{body: delta[0]}, seals
 	case len(delta) > 1:
-		return outcome{body: events.DeltasCopied{Pages: delta}}
+		return outcome{body: events.DeltasCopied{Pages: delta}}, seals
 	}
-	return w.transient(st, first)
+	if len(seals) > 0 && first == nil {
+		return outcome{}, seals // sealed, nothing new to record: validation decides
+	}
+	return w.transient(st, first), seals
 }

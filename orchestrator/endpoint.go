@@ -86,13 +86,17 @@ func (e localEndpoint) Export(ctx context.Context, _ string, req contract.Export
 		More: pg.More, Count: len(pg.Records), Dependents: pg.Dependents, Page: &pg}, nil
 }
 
+// Import applies the page with contract.ApplyImport: the grant, the page
+// and the seal PageInfo asks for, in that order.
 func (e localEndpoint) Import(ctx context.Context, _ string, page PageInfo) (contract.ImportResult, error) {
-	if page.Page == nil {
+	if page.Page == nil && !page.Seal {
 		return contract.ImportResult{}, fmt.Errorf("%w: in-process import needs the page itself", ErrInvalid)
 	}
-	pg := *page.Page
-	pg.Grant = page.Grant
-	return e.p.Import(ctx, pg)
+	r := contract.ImportRequest{Resource: page.Resource, Page: page.Page, Grant: page.Grant, GrantUntil: page.GrantUntil, Seal: page.Seal}
+	if r.Resource == "" && page.Page != nil {
+		r.Resource = page.Page.Resource
+	}
+	return contract.ApplyImport(ctx, e.p, r)
 }
 
 var _ contract.ImportGate = localEndpoint{}
@@ -136,4 +140,22 @@ func (e localEndpoint) ClearFence(ctx context.Context, res, tok string) error {
 
 func (e localEndpoint) Cleanup(ctx context.Context, res string) (int, error) {
 	return e.p.Cleanup(ctx, res)
+}
+
+// onEach calls fn for every endpoint at once and returns the first error
+// in eps's order: a step waits for the slowest endpoint (one round trip to
+// a region), not for their sum.
+func onEach(eps []Endpoint, fn func(Endpoint) error) error {
+	errs := make([]error, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() { errs[i] = fn(ep) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

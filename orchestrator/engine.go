@@ -180,7 +180,7 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 	case actDelta: // line 13, then lines 14–19
 		return w.delta(ctx, st, res)
 	case actSwap: // Phase 4: line 19
-		return w.cutover(ctx, st, res)
+		return w.cutover(ctx, st, res, nil)
 	case actScheduleCleanup: // line 20
 		return w.scheduleCleanup(ctx, st)
 	case actComplete:

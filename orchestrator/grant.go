@@ -13,20 +13,32 @@ import (
 // page of this attempt only while the attempt's grant is in force in its
 // store, decided under the store's resource lock with the write.
 //
-//   - Every copy run grants (or renews) at the target before it exports,
-//     until now + the hard-delete lease: a copy step is the only writer of
-//     imports, and a grant outliving a stalled attempt is replaced by the
-//     next attempt's (the routing lock lets one migration of a resource be
-//     in flight) or revoked by its rollback.
-//   - The cutover revokes at the target before it validates: no import of
-//     this attempt lands between validation and the swap, or after it.
+//   - Every import grants (or renews) at the target in the request that
+//     carries the page (PageInfo.GrantUntil), until now + the hard-delete
+//     lease; the attempt's first historical run grants on its own before
+//     it resets the target. A copy step is the only writer of imports, and
+//     a grant outliving a stalled attempt is replaced by the next
+//     attempt's (the routing lock lets one migration of a resource be in
+//     flight) or revoked by its rollback.
+//   - The cutover seals every service at the target before it validates
+//     (contract.ApplyImport): the grant is revoked in the request that
+//     imports the last delta page, or in one of its own, and the reply
+//     carries the target's digests. No import of this attempt lands
+//     between validation and the swap, or after it, and the target is
+//     reached once in Phase 3, not three times (import, revoke, digests;
+//     issue 16).
 //   - A rollback revokes before it cleans the target: no import lands in a
 //     region the resource did not move to.
 //
 // A revoked token is retired at the store. What a redelivered step does:
-// a copy step redelivered after the revoke (a second worker on an old
-// state) fails its grant with CodeConflict and imports nothing; a cutover
-// or rollback step redelivered revokes again (idempotent).
+// a copy step redelivered after a rollback's revoke (a second worker on an
+// old state) has its grant refused with CodeConflict and imports nothing
+// (outside Phase 3 it fails; in Phase 3 it seals, and the validation
+// against a cleaned target fails); a delta step redelivered after its own
+// seal (its Swapped event lost) has its imports refused, seals again with
+// Refused, and validates what the first seal left: the same digests as the
+// fenced source's, so it swaps; a cutover or rollback step redelivered
+// seals or revokes again (idempotent).
 
 // grantImport grants st's token at tgt and reports whether the pages are
 // to be imported under it. An endpoint without grants (a participant that
@@ -53,25 +65,48 @@ func (w *Worker) revokeImports(ctx context.Context, st *events.State) error {
 	if err != nil {
 		return err
 	}
-	errs := make([]error, len(eps))
-	done := make(chan struct{}, len(eps))
-	for i, ep := range eps {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			if g, ok := ep.(contract.ImportGate); ok {
-				if err := g.RevokeImport(ctx, st.Resource, st.Token); err != nil {
-					errs[i] = fmt.Errorf("revoke import at %s/%s: %w", st.Target, ep.Service(), err)
-				}
+	return onEach(eps, func(ep Endpoint) error {
+		if g, ok := ep.(contract.ImportGate); ok {
+			if err := g.RevokeImport(ctx, st.Resource, st.Token); err != nil {
+				return fmt.Errorf("revoke import at %s/%s: %w", st.Target, ep.Service(), err)
 			}
-		}()
+		}
+		return nil
+	})
+}
+
+// sealAt seals st's copy of one service at tgt without a page: its grant
+// revoked, its token retired, the target's digests in the reply.
+func (w *Worker) sealAt(ctx context.Context, st *events.State, tgt Endpoint) (*sealed, error) {
+	pi := PageInfo{Service: tgt.Service(), Resource: st.Resource, Seal: true}
+	if _, ok := tgt.(contract.ImportGate); ok {
+		pi.Grant = st.Token
 	}
-	for range eps {
-		<-done
+	r, err := tgt.Import(ctx, st.ID, pi)
+	if err != nil {
+		return nil, fmt.Errorf("seal %s at %s: %w", tgt.Service(), tgt.Region(), err)
 	}
-	for _, err := range errs {
-		if err != nil {
-			return err
+	return w.sealedBy(ctx, st, tgt, r)
+}
+
+// sealedBy is the seal that import reply r reports. A transport that
+// predates seals answers without Sealed: the grant is then revoked and the
+// digests read in requests of their own, as before seals.
+func (w *Worker) sealedBy(ctx context.Context, st *events.State, tgt Endpoint, r contract.ImportResult) (*sealed, error) {
+	if r.Sealed {
+		if r.Refused {
+			w.log.Info("seal found the grant retired: validation decides", "migration", st.ID, "service", tgt.Service())
+		}
+		return &sealed{digests: r.Digests, refused: r.Refused}, nil
+	}
+	if g, ok := tgt.(contract.ImportGate); ok && st.Token != "" {
+		if err := g.RevokeImport(ctx, st.Resource, st.Token); err != nil {
+			return nil, fmt.Errorf("revoke import at %s/%s: %w", tgt.Region(), tgt.Service(), err)
 		}
 	}
-	return nil
+	d, err := tgt.Digests(ctx, st.Resource)
+	if err != nil {
+		return nil, fmt.Errorf("digests at %s/%s: %w", tgt.Region(), tgt.Service(), err)
+	}
+	return &sealed{digests: d}, nil
 }

@@ -18,25 +18,28 @@ import (
 // the copy (line 14), abort on a failed validation or an expired write
 // lock (lines 15–17), swap (line 19). It is reached from the Delta phase
 // when no delta page is left, from the step that copied the last delta
-// pages (lastDeltaValidateSwap), and from the Validated phase, whose
-// validation a Validated event already recorded: that one swaps at once.
+// pages (lastDeltaValidateSwap, with the seals its imports made), and from
+// the Validated phase, whose validation a Validated event already
+// recorded: that one swaps at once.
 //
-// A failed validation is recorded (Validated, not OK): it sets the abort,
-// and the next step rolls back (line 16).
-func (w *Worker) cutover(ctx context.Context, st *events.State, res kvrouting.Resource) outcome {
+// The copy is over: every service not sealed yet is sealed at the target
+// now (its import grant revoked, so no late import lands between
+// validation and the swap, or after it: issue 14 #1, grant.go), and the
+// seals' digests are what validation compares with the source's. A seal
+// that fails is a transient failure (the next step seals again); a failed
+// validation is recorded (Validated, not OK): it sets the abort, and the
+// next step rolls back (line 16).
+func (w *Worker) cutover(ctx context.Context, st *events.State, res kvrouting.Resource, seals map[string]sealed) outcome {
 	if st.Phase == events.PhaseValidated {
 		return w.swap(ctx, st, res, nil)
 	}
 	if o, bad := w.verify(ctx, st, res); bad {
 		return o
 	}
-	// The copy is over: end this attempt's import grant at the target
-	// before validating, so no late import lands between validation and
-	// the swap, or after it (issue 14 #1, grant.go).
-	if err := w.revokeImports(ctx, st); err != nil {
+	v, err := w.validate(ctx, st, seals)
+	if err != nil {
 		return w.transient(st, err)
 	}
-	v := w.validate(ctx, st)
 	if w.writeExpired(st, w.cfg.Clock()) && v.OK {
 		return w.rollback(ctx, st, res, "write lock expired")
 	}
@@ -48,19 +51,25 @@ func (w *Worker) cutover(ctx context.Context, st *events.State, res kvrouting.Re
 
 // lastDeltaValidateSwap is a fused step, "last delta + validate + swap":
 // it goes on from a delta copy step whose pages (o) finished the delta of
-// every service, and validates and swaps in the same step (cutover); the
-// Swapped event checkpoints the pages too. The write-blocked window is
-// then two synced appends (write lock with its fence; deltas, validation
-// and swap) instead of three. Pages that leave some delta to copy, or a
-// write lock at its expiry, are recorded alone; so is anything short of a
-// swap (a rollback records itself), and the next step validates again.
-func (w *Worker) lastDeltaValidateSwap(ctx context.Context, st *events.State, res kvrouting.Resource, o outcome) outcome {
+// every service, or whose imports sealed every service still pending
+// (seals), and validates and swaps in the same step (cutover); the Swapped
+// event checkpoints the pages too. The write-blocked window is then two
+// synced appends (write lock with its fence; deltas, validation and swap)
+// instead of three. Pages that leave some delta to copy, or a write lock
+// at its expiry, are recorded alone; so is anything short of a swap (a
+// rollback records itself), and the next step seals (again: a seal is
+// idempotent) and validates.
+func (w *Worker) lastDeltaValidateSwap(ctx context.Context, st *events.State, res kvrouting.Resource, o outcome, seals map[string]sealed) outcome {
 	var deltas []events.DeltaCopied
 	switch b := o.body.(type) {
 	case events.DeltaCopied:
 		deltas = []events.DeltaCopied{b}
 	case events.DeltasCopied:
 		deltas = b.Pages
+	case nil:
+		if len(seals) == 0 {
+			return o // nothing copied, nothing sealed
+		}
 	default:
 		return o // a failure: nothing copied
 	}
@@ -68,15 +77,26 @@ func (w *Worker) lastDeltaValidateSwap(ctx context.Context, st *events.State, re
 	for _, d := range deltas {
 		applyDelta(after, d)
 	}
-	if len(after.Pending(true)) > 0 || w.writeExpired(st, w.cfg.Clock()) {
+	for _, p := range after.Pending(true) {
+		if _, ok := seals[p.Service]; !ok {
+			if o.body == nil {
+				return w.transient(st, fmt.Errorf("delta of %s neither copied nor sealed", p.Service))
+			}
+			return o
+		}
+	}
+	if w.writeExpired(st, w.cfg.Clock()) {
 		return o
 	}
-	tail := w.cutover(ctx, after, res)
+	tail := w.cutover(ctx, after, res, seals)
 	switch b := tail.body.(type) {
 	case events.Swapped:
 		b.Deltas = deltas
 		return outcome{body: b}
 	case events.RolledBack:
+		return tail
+	}
+	if o.body == nil {
 		return tail
 	}
 	return o
@@ -118,13 +138,14 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 	if o, bad := w.lockErr(ctx, st, res, err); bad {
 		return fail(o)
 	}
-	w.remember(st, nil) // the lock is gone: nothing more to cache
+	committed := w.cfg.Clock() // the write-blocked window ends here
+	w.remember(st, nil)        // the lock is gone: nothing more to cache
 	// Committed: the old location's post-swap fence goes up in this same
 	// step, before the write fence lapses with the write lock. A post-swap
 	// fence set only in a later step left a gap after a slow swap in which
 	// a stale cache could land a write at the old location (found by
 	// `cutover chaos`: an acknowledged write lost).
-	ev := events.Swapped{Validation: v}
+	ev := events.Swapped{Validation: v, At: committed}
 	// A replayed swap (its CAS reply lost) may find that a later migration
 	// has pre-locked the old location since: that location is its target
 	// now, and ours to fence no more (issue 14 #2). (Fencing it anyway
@@ -297,15 +318,13 @@ func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State, d *kv
 	if err != nil {
 		return err
 	}
-	for _, ep := range eps {
-		if err := ep.ClearFence(ctx, st.Resource, prev.Token); err != nil {
-			if contract.AsError(err).Code == contract.CodeConflict {
-				continue // a fence of another token: not the previous migration's to clear
-			}
-			return fmt.Errorf("clear previous fence at %s/%s: %w", ep.Region(), ep.Service(), err)
+	return onEach(eps, func(ep Endpoint) error {
+		err := ep.ClearFence(ctx, st.Resource, prev.Token)
+		if err == nil || contract.AsError(err).Code == contract.CodeConflict {
+			return nil // a fence of another token: not the previous migration's to clear
 		}
-	}
-	return nil
+		return fmt.Errorf("clear previous fence at %s/%s: %w", ep.Region(), ep.Service(), err)
+	})
 }
 
 // noticeSwapIn tells every endpoint at st.Target (our new primary) a
@@ -339,12 +358,12 @@ func (w *Worker) noticeSwapIn(ctx context.Context, st *events.State, d *kvroutin
 		return err
 	}
 	f := contract.Fence{Level: contract.FenceNone, Token: st.Token, SwapRev: d.Revision}
-	for _, ep := range eps {
+	return onEach(eps, func(ep Endpoint) error {
 		if err := ep.SetFence(ctx, st.Resource, f); err != nil {
 			return fmt.Errorf("swap-in notice at %s/%s: %w", ep.Region(), ep.Service(), err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // cleanup deletes the resource at every endpoint of region.

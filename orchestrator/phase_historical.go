@@ -93,7 +93,8 @@ func (w *Worker) historical(ctx context.Context, st *events.State, res kvrouting
 		if o, bad := w.verify(ctx, st, res); bad {
 			return o
 		}
-		return w.copyPages(ctx, st, contract.Historical, pending)
+		o, _ := w.copyPages(ctx, st, contract.Historical, pending, false)
+		return o
 	}
 	return w.escalateWriteAndFence(ctx, st, res)
 }

@@ -72,16 +72,25 @@ func (w *Worker) fenceWrite(ctx context.Context, st *events.State, res kvrouting
 
 // delta is the Delta phase, Algorithm 1 line 13: copy the next delta pages
 // (export from the source with the historical sync token, import at the
-// target) of every service not done. When this step's pages finish the
+// target) of every service not done, sealing each service's copy at the
+// target with its last page (copyRun). When this step's pages finish the
 // delta, it validates and swaps too (lastDeltaValidateSwap); when no page
-// is left, the step validates and swaps (lines 14–19, cutover).
+// is left, the step seals, validates and swaps (lines 14–19, cutover).
+//
+// The write-blocked window is then, with the source in the orchestrators'
+// region: the escalation's step (a routing write, the source's fence, one
+// synced append), the source's inline export, ONE round trip to the target
+// (grant, last page, seal and digests in one request per service, all
+// services at once), the source's digests, the swap's routing write: the
+// physical bound of DESIGN.md "Regions for real" plus local work.
 func (w *Worker) delta(ctx context.Context, st *events.State, res kvrouting.Resource) outcome {
 	pending := st.Pending(true)
 	if len(pending) == 0 {
-		return w.cutover(ctx, st, res)
+		return w.cutover(ctx, st, res, nil)
 	}
 	if o, bad := w.verify(ctx, st, res); bad {
 		return o
 	}
-	return w.lastDeltaValidateSwap(ctx, st, res, w.copyPages(ctx, st, contract.Delta, pending))
+	o, seals := w.copyPages(ctx, st, contract.Delta, pending, true)
+	return w.lastDeltaValidateSwap(ctx, st, res, o, seals)
 }

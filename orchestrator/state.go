@@ -109,6 +109,9 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 			applyDelta(n, pg)
 		}
 		n.Phase, n.SwappedAt, n.LockExpiry = events.PhaseSwapped, at, zeroTime
+		if !b.At.IsZero() {
+			n.SwappedAt = b.At.UTC() // the swap's commit, not the step's end
+		}
 		if !b.CleanupAt.IsZero() {
 			n.Phase, n.CleanupAt = events.PhaseCleanupScheduled, b.CleanupAt.UTC()
 		}

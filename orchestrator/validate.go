@@ -16,7 +16,13 @@ import (
 // service, read through the user read path at both regions, all services
 // and both regions in parallel, within ValidationBudget. Exceeding the
 // budget fails validation.
-func (w *Worker) validate(ctx context.Context, st *events.State) events.Validated {
+//
+// The target's digests are its seals' (copyRun, sealAt): a service that
+// seals lacks is sealed here, at the same time as the source's digests are
+// read. A seal that fails (the target unreachable) is returned as err, a
+// transient failure of the step, not a failed validation: the copy is not
+// known to differ.
+func (w *Worker) validate(ctx context.Context, st *events.State, seals map[string]sealed) (events.Validated, error) {
 	start := w.cfg.Clock()
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.ValidationBudget)
 	defer cancel()
@@ -24,38 +30,51 @@ func (w *Worker) validate(ctx context.Context, st *events.State) events.Validate
 		service string
 		slices  int
 		diff    string
-		err     error
+		err     error // fails validation
+		seal    error // fails the step
 	}
 	results := make([]result, len(st.Services))
 	var wg sync.WaitGroup
 	for i, p := range st.Services {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			results[i] = result{service: p.Service}
 			src, tgt, err := w.endpointPair(ctx, st, p.Service)
 			if err != nil {
 				results[i].err = err
 				return
 			}
-			var s, t []contract.SliceDigest
-			var serr, terr error
+			var s []contract.SliceDigest
+			var serr error
 			var inner sync.WaitGroup
-			inner.Add(2)
-			go func() { defer inner.Done(); s, serr = src.Digests(ctx, st.Resource) }()
-			go func() { defer inner.Done(); t, terr = tgt.Digests(ctx, st.Resource) }()
+			inner.Go(func() { s, serr = src.Digests(ctx, st.Resource) })
+			t, ok := seals[p.Service]
+			if !ok {
+				sp, err := w.sealAt(ctx, st, tgt)
+				if err != nil {
+					inner.Wait()
+					results[i].seal = err
+					return
+				}
+				t = *sp
+			}
 			inner.Wait()
-			if serr != nil || terr != nil {
-				results[i].err = fmt.Errorf("digests: source %v, target %v", serr, terr)
+			if serr != nil {
+				results[i].err = fmt.Errorf("digests at the source: %v", serr)
 				return
 			}
-			results[i].slices, results[i].diff = compareDigests(s, t)
-		}()
+			results[i].slices, results[i].diff = compareDigests(s, t.digests)
+			if results[i].diff != "" && t.refused {
+				results[i].diff += " (the seal found the import grant retired already)"
+			}
+		})
 	}
 	wg.Wait()
 	v := events.Validated{OK: true, Duration: w.cfg.Clock().Sub(start)}
 	var bad []string
 	for _, r := range results {
+		if r.seal != nil {
+			return v, r.seal
+		}
 		v.Slices += r.slices
 		switch {
 		case r.err != nil:
@@ -70,7 +89,7 @@ func (w *Worker) validate(ctx context.Context, st *events.State) events.Validate
 	if len(bad) > 0 {
 		v.OK, v.Detail = false, strings.Join(bad, "; ")
 	}
-	return v
+	return v, nil
 }
 
 // compareDigests compares two slice-digest lists; diff describes the first

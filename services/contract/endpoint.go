@@ -1,6 +1,9 @@
 package contract
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // PageInfo describes one exported page: enough to import it and to
 // checkpoint the export. Over NATS the records travel in a stream message
@@ -16,11 +19,24 @@ type PageInfo struct {
 	Dependents []string
 	// Seq is the stream sequence of the published page (NATS transports).
 	Seq uint64
-	// Page is the page itself (in-process transports).
+	// Page is the page itself: in-process transports, and an inline page
+	// over NATS (ExportRequest.Inline), which the import request carries.
 	Page *Page
 	// Grant is the import grant's token the page is imported under
 	// (ImportGate); "" imports ungated.
 	Grant string
+	// GrantUntil, with Grant, grants (or renews) Grant's import grant until
+	// then before the page is applied: GrantImport and Import in one
+	// request. A retired token is refused as GrantImport refuses it.
+	GrantUntil time.Time
+	// Seal ends the copy at the target in the same request (issue 16): after
+	// the page (if any) is applied, Grant's import grant is revoked and its
+	// token retired, and the reply carries the target's slice digests read
+	// after that (ImportResult.Sealed). A seal needs no page: PageInfo with
+	// Resource, Grant and Seal and neither Seq nor Page seals alone.
+	Seal bool
+	// Resource names the resource; required for a seal without a page.
+	Resource string
 }
 
 // Endpoint reaches the migration contract (paper 001 §5.1) of one service

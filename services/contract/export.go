@@ -42,6 +42,13 @@ type ExportRequest struct {
 	// page id, so a rescheduled attempt never gets the previous attempt's
 	// deduplicated page (issue 14 #5).
 	Attempt uint32 `msgpack:"att,omitempty"`
+	// Inline asks a transport that would publish the page to a stream
+	// (contractnats) to return it in the reply instead (PageInfo.Page), so
+	// that the import request carries it: one cross-region round trip for a
+	// page instead of two, for the small delta pages of Phase 3 (issue 16).
+	// A page too large for one message is published as usual. Participants
+	// ignore it.
+	Inline bool `msgpack:"inl,omitempty"`
 }
 
 // DefaultPageLimit is the page size when a request sets none.
@@ -79,4 +86,17 @@ type ImportResult struct {
 	// applies 0.
 	Applied int `msgpack:"applied"`
 	Total   int `msgpack:"total"`
+	// Sealed reports that the request sealed the copy (PageInfo.Seal): the
+	// grant is revoked, its token retired, and Digests are the target's
+	// slice digests read after that through the user read path (nil for a
+	// resource with no live record). A transport that predates seals leaves
+	// it false; the orchestrator then revokes and reads digests itself.
+	Sealed  bool          `msgpack:"sealed,omitempty"`
+	Digests []SliceDigest `msgpack:"digests,omitempty"`
+	// Refused reports a seal whose page was not applied because the grant
+	// was not in force: the token was retired already (an earlier seal of
+	// the same attempt whose step was lost, or a rollback) or the grant
+	// expired. The seal still answers with the digests, which say what the
+	// target holds; validation decides.
+	Refused bool `msgpack:"refused,omitempty"`
 }

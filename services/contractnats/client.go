@@ -101,11 +101,32 @@ func (c *Client) ImportFromStream(ctx context.Context, migrationID string, seq u
 // (contract.ImportGate): the target applies the page only while that grant
 // is in force; otherwise CodeConflict and nothing changes. "" is ungated.
 func (c *Client) ImportGranted(ctx context.Context, migrationID string, seq uint64, token string) (contract.ImportResult, error) {
+	return c.Import(ctx, migrationID, contract.PageInfo{Seq: seq, Grant: token})
+}
+
+// Import asks the target to carry out one import request
+// (contract.ApplyImport): grant p.Grant until p.GrantUntil if set, apply
+// the page at p.Seq of PagesStream or the inline p.Page, then seal if
+// p.Seal (the reply then carries the target's digests). A request needs a
+// page (Seq or Page) unless it seals; a seal without a page names
+// p.Resource. Errors: those of ImportGranted; CodeInvalid for a request
+// with no page and no seal, or with both a sequence and an inline page.
+func (c *Client) Import(ctx context.Context, migrationID string, p contract.PageInfo) (contract.ImportResult, error) {
 	if err := ValidateMigrationID(migrationID); err != nil {
 		return contract.ImportResult{}, invalid("%v", err)
 	}
+	switch {
+	case p.Seq == 0 && p.Page == nil && !p.Seal:
+		return contract.ImportResult{}, invalid("import of no page (no sequence, no inline page)")
+	case p.Seq > 0 && p.Page != nil:
+		return contract.ImportResult{}, invalid("import of a page both inline and at sequence %d", p.Seq)
+	}
+	req := importRequest{Migration: migrationID, Seq: p.Seq, Grant: p.Grant, Page: p.Page, Resource: p.Resource, Seal: p.Seal}
+	if p.Grant != "" && !p.GrantUntil.IsZero() {
+		req.GrantUntil = p.GrantUntil.UnixMilli()
+	}
 	var res contract.ImportResult
-	err := c.call(ctx, OpImport, &importRequest{Migration: migrationID, Seq: seq, Grant: token}, &res)
+	err := c.call(ctx, OpImport, &req, &res)
 	return res, err
 }
 

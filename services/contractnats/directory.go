@@ -127,14 +127,12 @@ func (e *dirEndpoint) Export(ctx context.Context, migrationID string, req contra
 		return contract.PageInfo{}, err
 	}
 	return contract.PageInfo{Service: e.c.Service(), Mode: req.Mode, SyncToken: ref.SyncToken, Cursor: req.Cursor,
-		Next: ref.Next, More: ref.More, Count: ref.Count, Dependents: ref.Dependents, Seq: ref.Seq}, nil
+		Next: ref.Next, More: ref.More, Count: ref.Count, Dependents: ref.Dependents, Seq: ref.Seq, Page: ref.Page,
+		Resource: req.Resource}, nil
 }
 
 func (e *dirEndpoint) Import(ctx context.Context, migrationID string, p contract.PageInfo) (contract.ImportResult, error) {
-	if p.Seq == 0 {
-		return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page without a stream sequence")
-	}
-	return e.c.ImportGranted(ctx, migrationID, p.Seq, p.Grant)
+	return e.c.Import(ctx, migrationID, p)
 }
 
 var _ contract.ImportGate = (*dirEndpoint)(nil)

@@ -390,6 +390,15 @@ func (s *Server) export(ctx context.Context, body []byte) (any, error) {
 		return nil, contract.Errorf(contract.CodeInternal, "participant %q exported a page of service %q", s.service, page.Service)
 	}
 	page.Attempt = r.Request.Attempt
+	if r.Request.Inline && len(page.Records) > 0 {
+		// Asked for inline: the reply carries the page unless it is too
+		// large for a message, then it is published as usual.
+		if b, err := encode(&page); err == nil && len(b) <= min(InlinePageMax, s.maxReply/2) {
+			ref := refOf(&page, 0, false)
+			ref.Page = &page
+			return ref, nil
+		}
+	}
 	if len(page.Records) == 0 {
 		// Nothing to import: no synced publish (see the package doc). A
 		// retry that finds records later publishes them under the same
@@ -412,27 +421,51 @@ func (s *Server) importPage(ctx context.Context, body []byte) (any, error) {
 	if err := ValidateMigrationID(r.Migration); err != nil {
 		return nil, invalid("%v", err)
 	}
-	if r.Seq == 0 {
+	ir := contract.ImportRequest{Resource: r.Resource, Grant: r.Grant, Seal: r.Seal}
+	if r.GrantUntil > 0 {
+		ir.GrantUntil = time.UnixMilli(r.GrantUntil)
+	}
+	switch {
+	case r.Seq > 0 && r.Page != nil:
+		return nil, invalid("import of a page both inline and at sequence %d", r.Seq)
+	case r.Seq > 0:
+		stream, err := s.pagesStream(ctx)
+		if err != nil {
+			return nil, fromNATS("stream "+PagesStream, err)
+		}
+		page, err := fetchPage(ctx, stream, r.Migration, s.service, r.Seq)
+		if err != nil {
+			return nil, err
+		}
+		ir.Page = &page
+	case r.Page != nil:
+		if r.Page.Service != s.service {
+			return nil, invalid("inline page names service %q, not %q", r.Page.Service, s.service)
+		}
+		ir.Page = r.Page
+	case !r.Seal:
 		return nil, invalid("import of page sequence 0")
 	}
-	stream, err := s.pagesStream(ctx)
-	if err != nil {
-		return nil, fromNATS("stream "+PagesStream, err)
+	if ir.Resource == "" && ir.Page != nil {
+		ir.Resource = ir.Page.Resource
 	}
-	page, err := fetchPage(ctx, stream, r.Migration, s.service, r.Seq)
-	if err != nil {
-		return nil, err
-	}
-	page.Grant = r.Grant
-	res, err := s.p.Import(ctx, page)
+	res, err := contract.ApplyImport(ctx, s.p, ir)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.advance(r.Migration, r.Seq); err != nil {
-		return nil, err
+	if r.Seq > 0 && !res.Refused {
+		if err := s.advance(r.Migration, r.Seq); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }
+
+// InlinePageMax is the largest encoded page an export returns inline
+// (contract.ExportRequest.Inline); larger pages go to PagesStream. It is
+// also bounded by half the connection's max payload, so that the import
+// request carrying the page back fits.
+const InlinePageMax = 256 << 10
 
 // advance raises the checkpoint of migrationID to seq; it never lowers it,
 // so pages imported out of order or again leave it at the highest applied.

@@ -34,6 +34,10 @@ type PageRef struct {
 	// page, not the one the retry computed, so Next always matches the
 	// records that the importer will read.
 	Duplicate bool `msgpack:"dup,omitempty"`
+	// Page is the page itself when the request asked for it inline
+	// (contract.ExportRequest.Inline) and it fit InlinePageMax: nothing was
+	// published and Seq is 0; the import request carries it back.
+	Page *contract.Page `msgpack:"page,omitempty"`
 }
 
 // refOf returns the PageRef of page stored at seq.
@@ -56,6 +60,14 @@ type (
 		Seq       uint64 `msgpack:"seq"`
 		// Grant: the import grant's token (contract.ImportGate); "" ungated.
 		Grant string `msgpack:"grant,omitempty"`
+		// GrantUntil (unix ms), with Grant: grant it until then first
+		// (contract.PageInfo.GrantUntil).
+		GrantUntil int64 `msgpack:"gexp,omitempty"`
+		// Page is an inline page (Seq 0); Resource names the resource of a
+		// seal without a page; Seal ends the copy (contract.ApplyImport).
+		Page     *contract.Page `msgpack:"page,omitempty"`
+		Resource string         `msgpack:"res,omitempty"`
+		Seal     bool           `msgpack:"seal,omitempty"`
 	}
 	grantRequest struct {
 		Resource string `msgpack:"res"`
