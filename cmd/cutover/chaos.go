@@ -11,12 +11,12 @@ import (
 )
 
 func init() {
-	register("chaos", "run migrations under live traffic on a 3-node cluster while a seeded nemesis breaks things, then check the invariants", runChaos)
+	register("chaos", "run migrations under live traffic on a 3-node cluster (or a supercluster) while a seeded nemesis breaks things, then check the invariants", runChaos)
 }
 
 // runChaos is `cutover chaos` (issue 6 item 1; docs/chaos.md; internal/chaos).
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("chaos", "chaos [--seed N] [--duration D] [--json]", stdout)
+	fs := newFlags("chaos", "chaos [--seed N] [--duration D] [--json] [--supercluster [--cluster 1|3] [--wan rtt=40ms]]", stdout)
 	var o chaos.Options
 	var asJSON bool
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the nemesis schedule, the workload and the traffic")
@@ -30,11 +30,16 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&o.NoClockSkew, "no-clock-skew", false, "give every worker the true clock (by default each runs off by a seeded offset within ± half the skew margin)")
 	fs.StringVar(&o.Convergence, "convergence", "fence", "Phase 1's wait: fence (no cache waited for) or ttl (every routing cache expires first)")
 	fs.DurationVar(&o.ResolverTTL, "resolver-ttl", 0, "TTL of the services' routing caches (0: the default tiers; the stale API keeps its 8 s)")
+	checkWAN := wanFlags(fs, &o.Supercluster, &o.WAN)
+	fs.IntVar(&o.Nodes, "cluster", 0, "with --supercluster: nodes per region, 1 (default) or 3")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := checkWAN(); err != nil {
+		return err
+	}
 	if o.Validate() != nil {
-		return fmt.Errorf("%w: --workers must be >= 2, --clients >= 1, --duration > 0, --think >= 2ms, --resolver-ttl >= 0, --convergence fence or ttl", errUsage)
+		return fmt.Errorf("%w: --workers must be >= 2, --clients >= 1, --duration > 0, --think >= 2ms, --resolver-ttl >= 0, --convergence fence or ttl, --cluster 1 or 3 with --supercluster", errUsage)
 	}
 	rep, err := chaos.Run(ctx, o, stderr)
 	if err != nil {

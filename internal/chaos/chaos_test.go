@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/internal/chaos"
+	cnats "github.com/cutover/cutover/nats"
 )
 
 // TestChaosShort is the short chaos run inside `make test`: a fixed seed,
@@ -37,9 +38,44 @@ func TestChaosShort(t *testing.T) {
 	}
 }
 
+// TestChaosSuperclusterShort is the supercluster's short run inside `make
+// test` (issue 16): two regions of one node each, gateways shaped rtt=40ms;
+// leader kills stop the home region's node, partitions cut a region off.
+func TestChaosSuperclusterShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run: a two-region supercluster, ~40 s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	wan, err := cnats.ParseWAN("rtt=40ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := chaos.Run(ctx, chaos.Options{Seed: 2, Duration: 15 * time.Second, Workers: 2, Clients: 3, Supercluster: true, WAN: wan, Convergence: "fence"}, &stderr)
+	if err != nil {
+		t.Fatalf("chaos: %v\n%s", err, stderr.String())
+	}
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	t.Logf("report:\n%s", b)
+	if bad := rep.Failures(); len(bad) > 0 {
+		t.Fatalf("invariants violated: %v", bad)
+	}
+	if rep.Topology != "supercluster" || rep.WAN != wan.String() {
+		t.Errorf("topology %q, wan %q", rep.Topology, rep.WAN)
+	}
+	if n := rep.Nemesis; n.LeaderKills == 0 || n.Partitions == 0 {
+		t.Errorf("a fault kind never happened: %+v", n)
+	}
+	if rep.Migrations.Completed == 0 || rep.Writes.Acknowledged == 0 {
+		t.Errorf("no work done: %d migrations completed, %d writes acknowledged", rep.Migrations.Completed, rep.Writes.Acknowledged)
+	}
+}
+
 // Options that Run refuses are refused before anything starts.
 func TestOptionsValidate(t *testing.T) {
-	for _, o := range []chaos.Options{{Workers: 1}, {Clients: -1}, {Duration: -time.Second}, {Think: time.Millisecond}} {
+	for _, o := range []chaos.Options{{Workers: 1}, {Clients: -1}, {Duration: -time.Second}, {Think: time.Millisecond},
+		{WAN: cnats.WAN{RTT: time.Millisecond}}, {Nodes: 3}, {Supercluster: true, Nodes: 2}} {
 		if _, err := chaos.Run(context.Background(), o, nil); !errors.Is(err, chaos.ErrOptions) {
 			t.Errorf("%+v: got %v, want ErrOptions", o, err)
 		}

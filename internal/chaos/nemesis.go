@@ -43,31 +43,25 @@ func (r *run) nemesis(run, ctx context.Context) {
 }
 
 // killLeader crashes the node leading ROUTING or the migration events
-// stream and restarts it after a pause. The crash is ProxiedCluster.CrashNode,
-// the in-process equivalent of SIGKILL: the node's links are cut before it
-// stops, so no leadership handoff reaches its peers and they elect a new
-// leader after the old one went silent (a graceful shutdown would hand off
-// first). The process-level SIGKILL is TestCrashDurability and the cluster
-// test.
+// stream and restarts it after a pause (topology.crashLeader).
 func (r *run) killLeader(ctx context.Context, rng *rand.Rand) {
 	stream := cnats.RoutingStream
 	if rng.IntN(2) == 1 {
 		stream = events.EventStream
 	}
 	down := time.Duration(200+rng.IntN(1500)) * time.Millisecond
-	i, err := r.pc.StreamLeader(ctx, stream)
+	node, restart, err := r.topo.crashLeader(ctx, stream)
 	if err != nil {
 		r.schedule("kill-leader %s: no leader now (%v)", stream, err)
 		return
 	}
-	r.schedule("kill-leader %s: node %d for %s", stream, i, down)
-	r.pc.CrashNode(i)
+	r.schedule("kill-leader %s: %s for %s", stream, node, down)
 	r.mu.Lock()
 	r.rep.Nemesis.LeaderKills++
 	r.mu.Unlock()
 	sleep(ctx, down)
-	if err := r.pc.RestartNode(i); err != nil {
-		r.logf("restart node %d: %v", i, err)
+	if err := restart(); err != nil {
+		r.logf("restart %s: %v", node, err)
 	}
 }
 
@@ -134,49 +128,29 @@ func less(fired, armed, fired2, armed2 int) bool {
 	return fired < fired2 || (fired == fired2 && armed < armed2)
 }
 
-// partition cuts one node that the run's own connection is not attached to
-// off from its peers (its client port stays up), then heals it.
+// partition cuts a node (in a supercluster, a region) off, then heals it
+// (topology.partition).
 func (r *run) partition(ctx context.Context, rng *rand.Rand) {
-	var cands []int
-	for i, s := range r.pc.Servers {
-		if s.Running() && s.ClientURL() != r.sys.NC.ConnectedUrl() {
-			cands = append(cands, i)
-		}
-	}
-	if len(cands) == 0 {
-		return
-	}
-	k := cands[rng.IntN(len(cands))]
 	mode, name := cnats.ProxyDrop, "drop"
 	if rng.IntN(2) == 1 {
 		mode, name = cnats.ProxyBlackhole, "blackhole"
 	}
 	hold := time.Duration(1000+rng.IntN(3000)) * time.Millisecond
-	r.schedule("partition node %d (%s) for %s", k, name, hold)
-	r.pc.Partition(k, mode)
+	what, wait, heal, ok := r.topo.partition(rng, mode, r.sys.NC.ConnectedUrl())
+	if !ok {
+		return
+	}
+	r.schedule("partition %s (%s) for %s", what, name, hold)
 	r.mu.Lock()
 	r.rep.Nemesis.Partitions++
 	r.mu.Unlock()
-	end := time.Now().Add(hold)
-	if mode == cnats.ProxyDrop {
-		// Every route of the node runs through the proxies: a dropped
-		// node must lose all of them, or the partition leaked.
-		for r.pc.Routes(k) > 0 && time.Now().Before(end) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if r.pc.Routes(k) > 0 {
-			r.logf("partition of node %d leaked: %d routes", k, r.pc.Routes(k))
-			r.mu.Lock()
-			r.rep.Nemesis.PartitionLeaks++
-			r.mu.Unlock()
-		}
+	if wait(time.Now().Add(hold)) {
+		r.logf("partition of %s leaked", what)
+		r.mu.Lock()
+		r.rep.Nemesis.PartitionLeaks++
+		r.mu.Unlock()
 	}
-	sleep(ctx, time.Until(end))
-	r.pc.Heal(k)
-	deadline := time.Now().Add(15 * time.Second)
-	for r.pc.Routes(k) == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	heal()
 }
 
 // duplicateStart races two start commands for one idle conversation. It
@@ -258,13 +232,8 @@ func (r *run) serveStaleAPI() (string, func(), error) {
 // heal ends every fault: links open, every node running, no armed pause,
 // at least o.Workers workers.
 func (r *run) heal(ctx context.Context) error {
-	for i, s := range r.pc.Servers {
-		r.pc.Heal(i)
-		if !s.Running() {
-			if err := r.pc.RestartNode(i); err != nil {
-				return err
-			}
-		}
+	if err := r.topo.healAll(ctx); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	n := len(r.mu.workers)
@@ -275,6 +244,5 @@ func (r *run) heal(ctx context.Context) error {
 			return err
 		}
 	}
-	_, err := r.pc.WaitStreamLeader(ctx, cnats.RoutingStream)
-	return err
+	return nil
 }

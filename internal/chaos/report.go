@@ -12,6 +12,10 @@ import (
 type Report struct {
 	Seed      uint64  `json:"seed"`
 	DurationS float64 `json:"duration_s"`
+	// Topology names the NATS deployment: "cluster" (three nodes) or
+	// "supercluster"; WAN its gateways' shaping ("" unshaped).
+	Topology string `json:"topology"`
+	WAN      string `json:"wan,omitempty"`
 	Nemesis   struct {
 		LeaderKills     int `json:"leader_kills"`
 		WorkerKills     int `json:"worker_kills"`

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +66,13 @@ type Options struct {
 	// ResolverTTL, if set, is the TTL of the services' routing caches (one
 	// tier; the stale API keeps its own); zero keeps the system's default.
 	ResolverTTL time.Duration
+	// Supercluster runs on one NATS cluster per region (Nodes each, default
+	// 1) joined by gateways through proxies shaped by WAN, instead of one
+	// three-node cluster: leader kills stop a node of the home region,
+	// partitions cut a region off (issue 16).
+	Supercluster bool
+	Nodes        int
+	WAN          cnats.WAN
 }
 
 // EnsureDefaults fills the zero fields with the defaults.
@@ -91,6 +97,12 @@ func (o Options) Validate() error {
 		(o.Convergence != "" && o.Convergence != "fence" && o.Convergence != "ttl") {
 		return fmt.Errorf("%w: workers must be >= 2, clients >= 1, duration > 0, think >= 2ms, resolver TTL >= 0, convergence fence or ttl", ErrOptions)
 	}
+	if !o.Supercluster && (o.WAN != (cnats.WAN{}) || o.Nodes != 0) {
+		return fmt.Errorf("%w: --wan and --cluster need --supercluster", ErrOptions)
+	}
+	if o.Nodes != 0 && o.Nodes != 1 && o.Nodes != 3 {
+		return fmt.Errorf("%w: --cluster is 1 or 3 nodes per region", ErrOptions)
+	}
 	return nil
 }
 
@@ -98,7 +110,7 @@ func (o Options) Validate() error {
 type run struct {
 	o      Options
 	stderr io.Writer
-	pc     *cnats.ProxiedCluster
+	topo   topology
 	sys    *system.System
 	slow   *slowSync // nil with NoSlowFsync
 	obs    *check.Observer
@@ -158,7 +170,7 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*Report, error) {
 		return nil, err
 	}
 	start := time.Now()
-	r := &run{o: o, stderr: stderr, rep: &Report{Seed: o.Seed}, led: workload.NewLedger(),
+	r := &run{o: o, stderr: stderr, rep: &Report{Seed: o.Seed, Topology: "cluster", WAN: o.WAN.String()}, led: workload.NewLedger(),
 		convs: workload.NewConvSet(), sizes: rand.New(rand.NewPCG(o.Seed, 7))}
 	r.mu.busy, r.mu.inflight, r.mu.paused = map[string]string{}, map[string][]string{}, map[kvrouting.Token]bool{}
 
@@ -167,11 +179,16 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(base)
-	r.pc, err = cnats.StartProxiedCluster(cnats.ClusterOptions{Nodes: 3, BaseDir: filepath.Join(base, "nats"), Name: "chaos"})
+	if o.Supercluster {
+		r.rep.Topology = "supercluster"
+		r.topo, err = startSupercluster(base, cnats.DefaultRegions, max(o.Nodes, 1), o.WAN)
+	} else {
+		r.topo, err = startCluster(base)
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer r.pc.Shutdown()
+	defer r.topo.shutdown()
 	if err := r.start(ctx, base); err != nil {
 		return nil, err
 	}
@@ -263,8 +280,9 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*Report, error) {
 // history a KV allows, so that the observer's ordered consumer, when a
 // leader change resets it, resumes without a revision purged under it.
 func (r *run) start(ctx context.Context, dataDir string) error {
-	cfg := system.Config{NATSURL: r.pc.ClientURLs(), Cluster: 3, DataDir: dataDir, RoutingHistory: jetstream.KeyValueMaxHistory,
+	cfg := system.Config{DataDir: dataDir, RoutingHistory: jetstream.KeyValueMaxHistory,
 		Workers: -1, NoProjector: true, NoEventMetrics: true}
+	r.topo.configure(&cfg)
 	cfg.Locks = kvrouting.LockConfig{PreLockLease: time.Minute, HardDeleteLease: 10 * time.Second,
 		WriteLease: writeLease, MaxLease: 10 * time.Minute, SecondaryLease: time.Hour}
 	// Long enough to check the old location of the later swaps, short

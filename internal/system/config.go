@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +48,11 @@ type Config struct {
 	// WAN shapes every gateway link of the supercluster (delay and
 	// bandwidth; cnats.ParseWAN reads the --wan flag).
 	WAN cnats.WAN
+	// RegionURLs, with NATSURL and Supercluster, are the client URLs of
+	// each region's own cluster in a supercluster started elsewhere (`cutover
+	// chaos --supercluster` owns the nodes it breaks): each region's
+	// services connect there, and NATSURL is the first region's.
+	RegionURLs map[string]string
 	// NATSSyncLazy runs an embedded single node with JetStream's default
 	// background fsync instead of sync always (bench.LazyJetStream).
 	NATSSyncLazy bool
@@ -101,7 +107,7 @@ type Config struct {
 // regions. Errors: ErrConfig.
 func (c *Config) EnsureDefaults() error {
 	if len(c.Regions) == 0 {
-		c.Regions = []string{"us-east", "eu-west"}
+		c.Regions = slices.Clone(cnats.DefaultRegions) // us-east, eu-west
 	}
 	for _, r := range c.Regions {
 		if err := cnats.ValidateRegion(r); err != nil || strings.ToLower(r) != r {
@@ -122,6 +128,14 @@ func (c *Config) EnsureDefaults() error {
 	}
 	if c.Supercluster && len(c.Regions) < 2 {
 		return fmt.Errorf("%w: a supercluster needs >= 2 regions", ErrConfig)
+	}
+	if len(c.RegionURLs) > 0 && (c.NATSURL == "" || !c.Supercluster) {
+		return fmt.Errorf("%w: region URLs name an external supercluster: they need a NATS URL and Supercluster", ErrConfig)
+	}
+	for _, r := range c.Regions {
+		if len(c.RegionURLs) > 0 && c.RegionURLs[r] == "" {
+			return fmt.Errorf("%w: no URL for region %s of the external supercluster", ErrConfig, r)
+		}
 	}
 	if c.WAN != (cnats.WAN{}) && !c.Supercluster {
 		return fmt.Errorf("%w: --wan shapes supercluster gateways: it needs --supercluster", ErrConfig)

@@ -157,7 +157,7 @@ func provideProjector(cfg *Config, js jetstream.JetStream, actors *Actors) *proj
 
 func provideNATS(lc fx.Lifecycle, cfg *Config) (*Endpoint, error) {
 	if cfg.NATSURL != "" {
-		return &Endpoint{URL: cfg.NATSURL}, nil
+		return &Endpoint{URL: cfg.NATSURL, Regions: cfg.RegionURLs}, nil
 	}
 	dir := ""
 	if cfg.DataDir != "" && !cfg.InMemory {

@@ -45,6 +45,21 @@
 // have services with nothing to copy, and each published page is a synced
 // append.
 //
+// # Phase 3 in one round trip (issue 16)
+//
+// An export asked for inline (contract.ExportRequest.Inline, the
+// orchestrator's delta pages in Phase 3) returns the page in its PageRef
+// (Page, Seq 0) when it fits InlinePageMax, and publishes nothing; the
+// import request then carries the page ("page"). An import request may also
+// grant the attempt's token in the same request ("gexp", unix ms) and seal
+// the copy ("seal"; "res" names the resource of a seal without a page):
+// after the page, the grant is revoked and the token retired, and the
+// reply (contract.ImportResult) carries the target's slice digests. The
+// server carries a request out with contract.ApplyImport, the same function
+// the in-process transport uses. A server that predates these fields
+// ignores them; the orchestrator sees no Sealed in the reply and revokes
+// and reads digests itself.
+//
 // # The orchestrator's directory
 //
 // Directory is the contract.Directory the orchestrator runs on: its

@@ -14,8 +14,9 @@ const (
 	// ServiceName is the micro service name every contract server registers;
 	// Discover asks $SRV.INFO.<ServiceName>.
 	ServiceName = "cutover-contract"
-	// Version is the micro service version, bumped when the wire changes.
-	Version = "1.1.0"
+	// Version is the micro service version, bumped when the wire changes
+	// (1.2.0: inline pages, grants and seals in import requests, issue 16).
+	Version = "1.2.0"
 	// SubjectPrefix prefixes every contract endpoint subject:
 	// "cutover.contract.<region>.<service>.<op>".
 	SubjectPrefix = "cutover.contract"
