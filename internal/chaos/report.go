@@ -16,7 +16,7 @@ type Report struct {
 	// "supercluster"; WAN its gateways' shaping ("" unshaped).
 	Topology string `json:"topology"`
 	WAN      string `json:"wan,omitempty"`
-	Nemesis   struct {
+	Nemesis  struct {
 		LeaderKills     int `json:"leader_kills"`
 		WorkerKills     int `json:"worker_kills"`
 		WorkersStarted  int `json:"workers_started"`
