@@ -511,6 +511,15 @@ func TestCheckConfig(t *testing.T) {
 		{[]string{"projector", "--http", "nope"}, 2},
 		{[]string{"projector", "--log-level", "loud"}, 2},
 		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0"}, 0},
+		// A supercluster's roles as separate processes (issue 16).
+		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0", "--placement", "home=us-east,pages=eu-west", "--region-nats", "eu-west=nats://127.0.0.1:4223"}, 0},
+		{[]string{"gateway", "--regions", "us-east,eu-west", "--region-nats", "ap-south=nats://127.0.0.1:4223"}, 2},
+		{[]string{"gateway", "--regions", "us-east,eu-west", "--region-nats", "eu-west"}, 2},
+		{[]string{"orchestrator", "--placement", "home=us-east"}, 0},
+		{[]string{"orchestrator", "--placement", "pages=eu-west"}, 2},
+		{[]string{"orchestrator", "--placement", "home=US East"}, 2},
+		{[]string{"service", "--region", "eu-west", "--placement", "home=us-east,pages=eu-west,tier=x"}, 2},
+		{[]string{"projector", "--placement", "home=us-east"}, 0},
 		{[]string{"health", "--http", "http://127.0.0.1:1/"}, 0},
 		{[]string{"health"}, 2},
 	} {

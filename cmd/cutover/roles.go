@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,8 @@ type roleFlags struct {
 	user, password         *string
 	tlsCA, tlsCert, tlsKey *string
 	checkConfig            *bool
+	// placement: a supercluster's stream placement (issue 16).
+	placement *string
 }
 
 // passwordEnv supplies --nats-password when the flag is not given (flags
@@ -59,6 +62,41 @@ func addRoleFlags(fs *flag.FlagSet) roleFlags {
 		tlsKey:      fs.String("nats-key", "", "key of --nats-cert"),
 		checkConfig: addCheckConfig(fs),
 	}
+}
+
+// addPlacement adds --placement to a role that provisions streams.
+func (rf *roleFlags) addPlacement(fs *flag.FlagSet) {
+	rf.placement = fs.String("placement", "", "in a supercluster: home=R,pages=P places ROUTING in region R's cluster (each region's mirror in its own) and PAGES in P's; "+
+		"every role of the deployment gives the same, and the roles connected to R provision (empty = where this connection is)")
+}
+
+// applyPlacement sets cfg's supercluster placement from --placement
+// (home=R,pages=P; pages defaults to home). Errors: errUsage.
+func (rf roleFlags) applyPlacement(cfg *system.Config) error {
+	if rf.placement == nil || *rf.placement == "" {
+		return nil
+	}
+	for _, kv := range splitList(*rf.placement) {
+		k, v, ok := strings.Cut(kv, "=")
+		if err := cnats.ValidateRegion(v); !ok || err != nil {
+			return fmt.Errorf("%w: --placement %q: want home=REGION,pages=REGION", errUsage, *rf.placement)
+		}
+		switch k {
+		case "home":
+			cfg.Home = v
+		case "pages":
+			cfg.PagesRegion = v
+		default:
+			return fmt.Errorf("%w: --placement: unknown key %q (home, pages)", errUsage, k)
+		}
+	}
+	if cfg.Home == "" {
+		return fmt.Errorf("%w: --placement needs home=REGION", errUsage)
+	}
+	if cfg.PagesRegion == "" {
+		cfg.PagesRegion = cfg.Home
+	}
+	return nil
 }
 
 func addCheckConfig(fs *flag.FlagSet) *bool {
@@ -212,6 +250,7 @@ func natsSecurity(opts cnats.Options, ca, cert, key string, verifyClients, route
 func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("service", "service --region R [--data DIR] [--nats URL] [--log-level L]\n\nOne region's chat services (conversations, messages, reactions, readstate, media) serving the\nmigration contract (export, import, fences, digests, cleanup) over NATS. They have no HTTP API:\n`cutover gateway` serves the API with its own in-process services, so never run `service` for a\nregion that a gateway serves.", stdout)
 	rf := addRoleFlags(fs)
+	rf.addPlacement(fs)
 	region := fs.String("region", "", "the region served (required)")
 	data := fs.String("data", "", "data directory of the region's Pebble stores (empty = in memory, lost at exit)")
 	sweep := addSweepFlag(fs)
@@ -228,6 +267,10 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	var place system.Config
+	if err := rf.applyPlacement(&place); err != nil {
+		return err
+	}
 	if *sweep < 0 {
 		return fmt.Errorf("%w: --sweep-interval must be >= 0", errUsage)
 	}
@@ -242,6 +285,7 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	cfg := &system.Config{Regions: []string{*region}, DataDir: *data, Logger: log}
+	cfg.Home, cfg.PagesRegion = place.Home, place.PagesRegion
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
 	}
@@ -272,6 +316,7 @@ func dataLine(dir string) string {
 func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("orchestrator", "orchestrator [--workers N] [--api URL] [--nats URL] [--log-level L]\n\nPhase-engine workers (paper 001 Algorithm 1) sharing the durable consumers of MIGRATION_CMDS\nand MIGRATION_WORK: run as many processes as you like, any worker resumes any migration.\nPre-cutover validation reads the services' digests through the migration contract, or through\nthe user-facing API (the path users take, paper 001 §5.3) when --api is given.", stdout)
 	rf := addRoleFlags(fs)
+	rf.addPlacement(fs)
 	workers := fs.Int("workers", 2, "workers in this process")
 	apiURL := fs.String("api", "", "base URL of the user-facing API to validate through (empty = the contract)")
 	secret := fs.String("service-secret", "dev-secret", "secret of the validator's service identity at the API")
@@ -295,6 +340,10 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	var place system.Config
+	if err := rf.applyPlacement(&place); err != nil {
+		return err
+	}
 	if _, err := newLogger(*rf.logLevel, io.Discard); err != nil {
 		return err
 	}
@@ -309,6 +358,7 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	// locker's convergence delay (max cache TTL + replication bound, the
 	// same settings in every role) and provisions no read replica.
 	cfg := &system.Config{Regions: []string{"us-east"}, Workers: *workers, ServiceSecret: *secret, Logger: log}
+	cfg.Home, cfg.PagesRegion = place.Home, place.PagesRegion
 	cfg.Orchestrator.Convergence = *convergence
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
@@ -347,6 +397,7 @@ type projectorAddr string
 func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("projector", "projector [--http ADDR] [--nats URL] [--log-level L]\n\nFolds MIGRATION_EVENTS into read models (rebuilt from sequence 1 at start) and serves them:\n  GET /v1/migrations[?status=S&resource=R&limit=N]   recent migrations, newest first\n  GET /v1/migrations/{id}                            one migration with its timeline\n  GET /v1/tenants/{id}                               a tenant fan-out's progress\n  GET /metrics                                       Prometheus (phase durations, rollbacks, ...)", stdout)
 	rf := addRoleFlags(fs)
+	rf.addPlacement(fs)
 	addr := fs.String("http", "127.0.0.1:8081", "HTTP listen address")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -356,6 +407,10 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	sec, err := rf.security()
 	if err != nil {
+		return err
+	}
+	var place system.Config
+	if err := rf.applyPlacement(&place); err != nil {
 		return err
 	}
 	if err := checkListenAddr("http", *addr); err != nil {
@@ -372,6 +427,7 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	cfg := &system.Config{Logger: log}
+	cfg.Home, cfg.PagesRegion = place.Home, place.PagesRegion
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
 	}
@@ -395,11 +451,13 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("gateway", "gateway --regions a,b [--http ADDR] [--data DIR] [--nats URL] [--queue-writes D] [--log-level L]\n\nThe user-facing HTTP API. In this codebase the API dispatches to in-process chat.Region objects,\nso a gateway also runs the listed regions' chat services (and serves their migration contract\nover NATS): gateway = services + API in one process. Do not also run `cutover service` for these\nregions. The first region is the routing bucket's write region and where new conversations are\ncreated; the others read their KV mirror (read replica). /metrics is served next to the API,\nto service identities only (Authorization: Bearer svc:validator:<--service-secret>).", stdout)
 	rf := addRoleFlags(fs)
+	rf.addPlacement(fs)
 	regions := fs.String("regions", "us-east,eu-west", "regions served, comma separated; the first is the write region")
 	addr := fs.String("http", "127.0.0.1:8080", "HTTP listen address of the API")
 	data := fs.String("data", "", "data directory of the regions' Pebble stores (empty = in memory, lost at exit)")
 	secret := fs.String("service-secret", "dev-secret", "secret of the validator's service identity")
 	authSecret := fs.String("auth-secret", os.Getenv("CUTOVER_AUTH_SECRET"), "HMAC secret of signed user tokens (`cutover token`); empty = development tokens user:<id> (env CUTOVER_AUTH_SECRET)")
+	regionNATS := fs.String("region-nats", "", "in a supercluster: R=URL[,R=URL] connects region R's services to R's own cluster (the others use --nats); give --placement too")
 	sweep := addSweepFlag(fs)
 	queue := addQueueFlags(fs)
 	if err := parse(fs, args); err != nil {
@@ -421,8 +479,20 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 			return err
 		}
 	}
+	regionURLs := map[string]string{}
+	for _, kv := range splitList(*regionNATS) {
+		r, u, ok := strings.Cut(kv, "=")
+		if !ok || u == "" || !slices.Contains(rs, r) {
+			return fmt.Errorf("%w: --region-nats %q: want REGION=URL for a region of --regions", errUsage, kv)
+		}
+		regionURLs[r] = u
+	}
 	sec, err := rf.security()
 	if err != nil {
+		return err
+	}
+	var place system.Config
+	if err := rf.applyPlacement(&place); err != nil {
 		return err
 	}
 	if err := checkListenAddr("http", *addr); err != nil {
@@ -446,12 +516,16 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	cfg := &system.Config{Regions: rs, DataDir: *data, HTTPAddr: *addr, ServiceSecret: *secret, AuthSecret: *authSecret, Logger: log,
 		QueueWrites: qc.QueueWrites, QueueMax: qc.QueueMax}
+	cfg.Home, cfg.PagesRegion = place.Home, place.PagesRegion
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
 	}
 	ep, err := system.Join(ctx, *rf.nats, sec, cfg, rs[1:])
 	if err != nil {
 		return err
+	}
+	if len(regionURLs) > 0 {
+		ep.Regions = regionURLs
 	}
 	var hs *system.HTTPServer
 	app := system.NewApp(system.GatewayRole(cfg, ep), fx.Supply(&sec), system.Sweeps(*sweep), fx.Populate(&hs))

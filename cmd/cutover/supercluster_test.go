@@ -8,8 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/proctest"
+	"github.com/cutover/cutover/internal/workload"
+	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/orchestrator"
+	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/services/contractnats"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -127,4 +134,66 @@ func TestSuperclusterProcesses(t *testing.T) {
 		p.SetMode(cnats.ProxyOpen)
 	}
 	mirrored(rev)
+
+	// A migration across the two clusters, every role its own process: the
+	// gateway (the API, both regions' services, eu-west's on eu-west's own
+	// cluster) and an orchestrator, both in us-east, with the placement of
+	// the in-process supercluster (PAGES in eu-west, the importing region).
+	placement := "home=" + home + ",pages=" + away
+	homeURL, awayURL := fmt.Sprintf("nats://127.0.0.1:%d", ports[0]), fmt.Sprintf("nats://127.0.0.1:%d", ports[3])
+	gw := proctest.Start(t, bin, "gateway", "gateway", "--nats", homeURL, "--regions", home+","+away, "--placement", placement,
+		"--region-nats", away+"="+awayURL, "--http", "127.0.0.1:0", "--data", filepath.Join(dir, "gateway"))
+	api := "http://" + gw.Await(t, `HTTP API\s+http://(\S+)`, 90*time.Second)
+	orch := proctest.Start(t, bin, "orchestrator", "orchestrator", "--nats", homeURL, "--placement", placement, "--workers", "2")
+	orch.Await(t, `(cutover orchestrator)`, 90*time.Second)
+	for stream, want := range map[string]string{contractnats.PagesStream: away, events.EventStream: home} {
+		st, err := jsHome.Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := st.CachedInfo().Cluster; c == nil || c.Name != want {
+			t.Fatalf("stream %s placed in %+v, want %s", stream, c, want)
+		}
+	}
+	const conv, n = "sc-1", 12
+	seeder := mustClient(t, api, "seed")
+	if err := (workload.Seeder{Client: seeder, Users: []string{"u0", "u1"}}).All(ctx, []workload.Conv{{ID: conv, Size: n}}, nil); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	ncHome, jsh, err := cnats.Connect(ctx, homeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ncHome.Close()
+	oc := orchestrator.NewClient(ncHome, jsh)
+	id, err := oc.Start(ctx, events.Start{Resource: "conv/" + conv, Target: away})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st *events.State
+	for {
+		if st, _, err = oc.State(ctx, id); err == nil && st.Status.Terminal() {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("migration %s did not end: %v (state %+v)", id, ctx.Err(), st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st.Status != events.StatusCompleted {
+		t.Fatalf("migration %s: %s (%s)", id, st.Status, st.Reason)
+	}
+	rs, err := kvrouting.NewStore(ctx, ncHome, jsh, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := rs.GetLeader(ctx, kvrouting.Resource{Kind: chat.KindConversation, ID: conv})
+	if err != nil || doc.Primary.Region != away {
+		t.Fatalf("routing after the move: %+v %v", doc, err)
+	}
+	page, err := seeder.ListMessages(ctx, conv, client.ListOptions{Limit: 100})
+	if err != nil || len(page.Messages) != n {
+		t.Fatalf("messages read back after the move: %d, %v; want %d", len(page.Messages), err, n)
+	}
+	t.Logf("migrated %s from %s to %s across the gateway: write lock %d ms", conv, home, away, st.Figures.WriteLockMs)
 }

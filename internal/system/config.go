@@ -1,6 +1,7 @@
 package system
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -53,6 +54,11 @@ type Config struct {
 	// chaos --supercluster` owns the nodes it breaks): each region's
 	// services connect there, and NATSURL is the first region's.
 	RegionURLs map[string]string
+	// Home and PagesRegion place ROUTING (with each region's mirror in its
+	// own cluster) and PAGES in a supercluster whose roles run as separate
+	// processes (the roles' --placement). Empty with Supercluster: the
+	// first and the second region.
+	Home, PagesRegion string
 	// NATSSyncLazy runs an embedded single node with JetStream's default
 	// background fsync instead of sync always (bench.LazyJetStream).
 	NATSSyncLazy bool
@@ -196,7 +202,10 @@ func (c *Config) EnsureDefaults() error {
 // placement is where the ROUTING bucket and PAGES go ("" each outside a
 // supercluster: the connected cluster).
 func (c *Config) placement() (home, pages string) {
-	if !c.Supercluster {
+	switch {
+	case c.Home != "":
+		return c.Home, cmp.Or(c.PagesRegion, c.Home)
+	case !c.Supercluster:
 		return "", ""
 	}
 	return c.Regions[0], c.Regions[1]

@@ -312,13 +312,33 @@ func provideRegions(lc fx.Lifecycle, cfg *Config, lk *kvrouting.Locker) (Regions
 	return out, nil
 }
 
+// contractsIn is serveContracts' input: the security of the role's
+// connection applies to the regions' own connections too.
+type contractsIn struct {
+	fx.In
+	LC      fx.Lifecycle
+	EP      *Endpoint
+	NC      *nats.Conn
+	JS      jetstream.JetStream
+	Regions Regions
+	Sec     *cnats.ClientSecurity `optional:"true"`
+}
+
 // serveContracts puts every service of every region on NATS (the migration
 // contract; DESIGN.md "Services and the contract").
 //
 // In a supercluster each region's services get their own connection to
 // their own region's cluster, so that what they exchange with another
 // region crosses a gateway (the WAN) as it would in production.
-func serveContracts(lc fx.Lifecycle, ep *Endpoint, nc *nats.Conn, js jetstream.JetStream, regions Regions) error {
+func serveContracts(in contractsIn) error {
+	lc, ep, nc, js, regions := in.LC, in.EP, in.NC, in.JS, in.Regions
+	var opts []nats.Option
+	if in.Sec != nil {
+		var err error
+		if opts, err = in.Sec.Options(); err != nil {
+			return err
+		}
+	}
 	var servers []*contractnats.Server
 	var conns []*nats.Conn
 	lc.Append(fx.Hook{
@@ -327,7 +347,7 @@ func serveContracts(lc fx.Lifecycle, ep *Endpoint, nc *nats.Conn, js jetstream.J
 				rnc, rjs := nc, js
 				if url, ok := ep.Regions[name]; ok {
 					cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-					c, j, err := cnats.Connect(cctx, url)
+					c, j, err := cnats.Connect(cctx, url, opts...)
 					cancel()
 					if err != nil {
 						return fmt.Errorf("connect region %s: %w", name, err)

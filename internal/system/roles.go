@@ -41,10 +41,11 @@ func Join(ctx context.Context, url string, sec cnats.ClientSecurity, cfg *Config
 		return nil, err
 	}
 	defer nc.Close()
-	cfg.Cluster = natsNodes(nc)
+	home, pages := cfg.placement()
+	cfg.Cluster = natsNodes(nc, home != "")
 	cfg.NATSURL = ""
 	if err := Provision(ctx, js, ProvisionConfig{Nodes: cfg.Cluster, Routing: true, Pages: true, Migration: true,
-		Mirrors: mirrors, PerAttempt: 3 * time.Second, Logger: cfg.Logger}); err != nil {
+		Mirrors: mirrors, Home: home, PagesRegion: pages, PerAttempt: 3 * time.Second, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	return &Endpoint{URL: url}, nil
@@ -52,10 +53,16 @@ func Join(ctx context.Context, url string, sec cnats.ClientSecurity, cfg *Config
 
 // natsNodes is the JetStream cluster size assumed behind nc: 1 for a
 // standalone server (it refuses replicas > 1), else 3 (DESIGN.md "Scaling
-// out": a 3-node cluster, R3).
-func natsNodes(nc *nats.Conn) int {
+// out": a 3-node cluster, R3). In a supercluster (placed) it is the
+// connected region's own cluster: the servers of the connection's pool, the
+// URLs given and those the cluster told the client about (other regions'
+// servers are never among them), at most 3.
+func natsNodes(nc *nats.Conn, placed bool) int {
 	if nc.ConnectedClusterName() == "" {
 		return 1
+	}
+	if placed {
+		return min(max(len(nc.Servers()), 1), cnats.DefaultClusterNodes)
 	}
 	return cnats.DefaultClusterNodes
 }
