@@ -58,8 +58,10 @@ fuzz:
 # orchestrator are killed (cmd/cutover/cluster_test.go; issue 8), and its
 # supercluster variant: one `cutover nats` process per region, gateways
 # configured by flags through WAN-shaping proxies (rtt 40 ms), ROUTING in the
-# home region with a mirror in the other, a region cut off and healed
-# (cmd/cutover/supercluster_test.go; issue 16).
+# home region with a mirror in the other, a region cut off and healed, then
+# a conversation migrated across the gateway by a separate gateway and
+# orchestrator (--placement, --region-nats; cmd/cutover/supercluster_test.go;
+# issue 16).
 .PHONY: cluster-test
 cluster-test:
 	$(GO) build -o bin/cutover ./cmd/cutover

@@ -288,24 +288,7 @@ func TestSecureRoles(t *testing.T) {
 	if _, err := alice.PostMessage(ctx, "sec", client.NewMessage{ID: "m1", Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
-	orch := orchestrator.NewClient(nc, js)
-	id, err := orch.Start(ctx, events.Start{Resource: "conv/sec", Target: "eu-west"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st *events.State
-	for {
-		if st, _, err = orch.State(ctx, id); err == nil && st.Status.Terminal() {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("migration did not end: %+v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if st.Status != events.StatusCompleted {
-		t.Fatalf("migration %s: %s (%s)", id, st.Status, st.Reason)
-	}
+	migrateAndWait(ctx, t, orchestrator.NewClient(nc, js), "conv/sec", "eu-west")
 	got, err := alice.GetConversation(ctx, "sec")
 	if err != nil || got.Region != "eu-west" {
 		t.Fatalf("after: %v %+v", err, got)
@@ -324,4 +307,28 @@ func TestSecureRoles(t *testing.T) {
 			t.Errorf("%s logged the lock token whole", name)
 		}
 	}
+}
+
+// migrateAndWait starts a migration of res to target and waits until it
+// ends; it fails the test unless it completed.
+func migrateAndWait(ctx context.Context, t *testing.T, oc *orchestrator.Client, res, target string) *events.State {
+	t.Helper()
+	id, err := oc.Start(ctx, events.Start{Resource: res, Target: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st *events.State
+	for {
+		if st, _, err = oc.State(ctx, id); err == nil && st.Status.Terminal() {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("migration %s did not end: %v (state %+v)", id, ctx.Err(), st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st.Status != events.StatusCompleted {
+		t.Fatalf("migration %s: %s (%s)", id, st.Status, st.Reason)
+	}
+	return st
 }

@@ -165,24 +165,7 @@ func TestSuperclusterProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ncHome.Close()
-	oc := orchestrator.NewClient(ncHome, jsh)
-	id, err := oc.Start(ctx, events.Start{Resource: "conv/" + conv, Target: away})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st *events.State
-	for {
-		if st, _, err = oc.State(ctx, id); err == nil && st.Status.Terminal() {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("migration %s did not end: %v (state %+v)", id, ctx.Err(), st)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if st.Status != events.StatusCompleted {
-		t.Fatalf("migration %s: %s (%s)", id, st.Status, st.Reason)
-	}
+	st := migrateAndWait(ctx, t, orchestrator.NewClient(ncHome, jsh), "conv/"+conv, away)
 	rs, err := kvrouting.NewStore(ctx, ncHome, jsh, "")
 	if err != nil {
 		t.Fatal(err)

@@ -18,18 +18,7 @@ func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos run: 3-node cluster, ~30 s")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	var stderr bytes.Buffer
-	rep, err := chaos.Run(ctx, chaos.Options{Seed: 1, Duration: 20 * time.Second, Workers: 3, Clients: 4}, &stderr)
-	if err != nil {
-		t.Fatalf("chaos: %v\n%s", err, stderr.String())
-	}
-	b, _ := json.MarshalIndent(rep, "", "  ")
-	t.Logf("report:\n%s", b)
-	if bad := rep.Failures(); len(bad) > 0 {
-		t.Fatalf("invariants violated: %v", bad)
-	}
+	rep := runChecked(t, chaos.Options{Seed: 1, Duration: 20 * time.Second, Workers: 3, Clients: 4})
 	if n := rep.Nemesis; n.LeaderKills == 0 || n.WorkerKills == 0 || n.Partitions == 0 || n.Pauses == 0 || n.DuplicateStarts == 0 {
 		t.Errorf("a fault kind never happened: %+v", n)
 	}
@@ -45,22 +34,11 @@ func TestChaosSuperclusterShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos run: a two-region supercluster, ~40 s")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	var stderr bytes.Buffer
 	wan, err := cnats.ParseWAN("rtt=40ms")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := chaos.Run(ctx, chaos.Options{Seed: 2, Duration: 15 * time.Second, Workers: 2, Clients: 3, Supercluster: true, WAN: wan, Convergence: "fence"}, &stderr)
-	if err != nil {
-		t.Fatalf("chaos: %v\n%s", err, stderr.String())
-	}
-	b, _ := json.MarshalIndent(rep, "", "  ")
-	t.Logf("report:\n%s", b)
-	if bad := rep.Failures(); len(bad) > 0 {
-		t.Fatalf("invariants violated: %v", bad)
-	}
+	rep := runChecked(t, chaos.Options{Seed: 2, Duration: 15 * time.Second, Workers: 2, Clients: 3, Supercluster: true, WAN: wan, Convergence: "fence"})
 	if rep.Topology != "supercluster" || rep.WAN != wan.String() {
 		t.Errorf("topology %q, wan %q", rep.Topology, rep.WAN)
 	}
@@ -80,4 +58,23 @@ func TestOptionsValidate(t *testing.T) {
 			t.Errorf("%+v: got %v, want ErrOptions", o, err)
 		}
 	}
+}
+
+// runChecked runs chaos with o (bounded by 4 minutes), logs the report and
+// fails the test on any violated invariant.
+func runChecked(t *testing.T, o chaos.Options) *chaos.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	rep, err := chaos.Run(ctx, o, &stderr)
+	if err != nil {
+		t.Fatalf("chaos: %v\n%s", err, stderr.String())
+	}
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	t.Logf("report:\n%s", b)
+	if bad := rep.Failures(); len(bad) > 0 {
+		t.Fatalf("invariants violated: %v", bad)
+	}
+	return rep
 }
