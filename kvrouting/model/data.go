@@ -5,7 +5,8 @@ package model
 // physical deletes at the primary, the rollback's target cleanup, and a
 // swap whose reply is lost. The rules mirror services/store/grant.go
 // (ImportGranted: an import lands only under an unrevoked, unexpired grant
-// of its own token), services/cleanup.go (RoutingCleanupGuard: a cleanup
+// of its own token, which since issue 16 the import request itself may
+// grant: contract.ApplyImport), services/cleanup.go (RoutingCleanupGuard: a cleanup
 // reads routing under the store's lock and spares a primary or a target in
 // flight) and orchestrator/phase_cutover.go (the grant is revoked before
 // the validation; a replay recognises its own swap by the document's
@@ -42,7 +43,7 @@ func copySteps(cfg *Config, s State, i, own, m int, emit func(string, State, str
 	// An export of the source's record: one request in flight at a time.
 	if !x.Imp.Valid {
 		n := s
-		n.D.Imp = imp{Valid: true, Tok: o.Tok, Val: x.S}
+		n.D.Imp = imp{Valid: true, Tok: o.Tok, Val: x.S, Exp: o.Exp}
 		emit(name("export"), n, "")
 	}
 	// Validation, behind the write fence: the grant goes first, so that no
@@ -124,6 +125,12 @@ func dataSteps(cfg *Config, s State, emit func(string, State, string)) {
 		n := s
 		n.D.Imp = imp{}
 		granted := x.Grant == x.Imp.Tok && now < x.GrantExp && !retired(x, x.Imp.Tok)
+		// The request grants its own token as it lands (issue 16: grant
+		// and import in one request); a retired token stays refused.
+		if !granted && now < x.Imp.Exp && (!retired(x, x.Imp.Tok) || cfg.Variant == GrantIgnoresRetired) {
+			granted = true
+			n.D.Grant, n.D.GrantExp = x.Imp.Tok, x.Imp.Exp
+		}
 		if granted || cfg.Variant == UngatedImport {
 			n.D.T = x.Imp.Val
 			inv := ""

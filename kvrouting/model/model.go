@@ -53,10 +53,14 @@ const (
 	// NoSkewMargin drops the skew margin from the holders' and takers'
 	// rules while one orchestrator's clock lags by a tick (Config.Skew).
 	NoSkewMargin
+	// GrantIgnoresRetired lets the grant an import request carries reopen
+	// a retired token (Config.Data): a late import of a sealed or rolled
+	// back attempt lands at the target.
+	GrantIgnoresRetired
 )
 
 var variantNames = [...]string{"correct", "swap-ignores-token", "no-fence", "cache-serves-locked", "fence-expires-early",
-	"ungated-import", "unguarded-cleanup", "lost-swap-event", "no-skew-margin"}
+	"ungated-import", "unguarded-cleanup", "lost-swap-event", "no-skew-margin", "grant-ignores-retired"}
 
 // String returns the variant's name.
 func (v Variant) String() string { return variantNames[v] }
@@ -216,6 +220,10 @@ type orch struct {
 type imp struct {
 	Valid    bool
 	Tok, Val uint8
+	// Exp is the grant the request carries (PageInfo.GrantUntil): it
+	// grants its own token until then as it lands, unless the token is
+	// retired (contract.ApplyImport).
+	Exp uint8
 }
 
 // data is the resource's data and the target's import gate (Config.Data).

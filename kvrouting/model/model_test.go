@@ -34,6 +34,7 @@ func TestExploreFindsBrokenVariants(t *testing.T) {
 		{UngatedImport, "import", DataConfig}, // the gate's own invariant, or no resurrection
 		{UnguardedCleanup, "cleanup", DataConfig},
 		{LostSwapEvent, "lost swap", DataConfig},
+		{GrantIgnoresRetired, "import", DataConfig},
 		{NoSkewMargin, "mutual exclusion", SkewConfig},
 		{NoFence, "write fence", func() Config { c := FenceConfig(); c.TTL = 1; return c }},
 	} {
