@@ -39,6 +39,21 @@ func (o *conn) routingStore(ctx context.Context) (*kvrouting.Store, error) {
 	return kvrouting.NewStore(ctx, o.nc, o.js, "")
 }
 
+// dialRouting is dial, then the routing bucket bound; the caller closes
+// the connection.
+func dialRouting(ctx context.Context, url string) (*conn, *kvrouting.Store, error) {
+	o, err := dial(ctx, url)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := o.routingStore(ctx)
+	if err != nil {
+		o.Close()
+		return nil, nil, err
+	}
+	return o, st, nil
+}
+
 // leaderDoc reads res's routing document from the leader.
 func (o *conn) leaderDoc(ctx context.Context, res kvrouting.Resource) (*kvrouting.Document, error) {
 	st, err := o.routingStore(ctx)

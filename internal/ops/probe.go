@@ -91,15 +91,11 @@ func Probe(ctx context.Context, r ProbeRequest, stdout, stderr io.Writer) error 
 	}
 	ctx, cancel := withTimeout(ctx, r.Timeout)
 	defer cancel()
-	o, err := dial(ctx, r.NATS)
+	o, st, err := dialRouting(ctx, r.NATS)
 	if err != nil {
 		return err
 	}
 	defer o.Close()
-	st, err := o.routingStore(ctx)
-	if err != nil {
-		return err
-	}
 	p, err := newProber(st, r.Timings, r.Region, r.Target)
 	if err != nil {
 		return err

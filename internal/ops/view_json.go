@@ -2,6 +2,7 @@ package ops
 
 import (
 	"encoding/json"
+	"github.com/cutover/cutover/internal/wire"
 	"io"
 	"slices"
 	"time"
@@ -154,50 +155,15 @@ func toEventJSON(seq uint64, e *events.Envelope) eventJSON {
 }
 
 // routingDocJSON is the routing document in the shape of the API's GET
-// /v1/routing (services/client.RoutingDocument decodes it).
+// /v1/routing (services/client.RoutingDocument decodes it): the wire
+// format's JSON form (`cutover decode routing`, internal/wire.Routing) and
+// the revision read, from the leader.
 type routingDocJSON struct {
-	Resource string `json:"resource"`
-	// Key is the ROUTING KV key read (docs/wire-format.md, key escaping).
-	Key             string   `json:"key"`
-	Revision        uint64   `json:"revision"`
-	Source          string   `json:"source"`
-	Primary         locJSON  `json:"primary"`
-	Secondary       *locJSON `json:"secondary,omitempty"`
-	MigrationID     string   `json:"migration_id,omitempty"`
-	Target          string   `json:"target,omitempty"`
-	PreLockExpiry   string   `json:"pre_lock_expiry,omitempty"`
-	MaxExpiry       string   `json:"max_expiry,omitempty"`
-	LastMigrationID string   `json:"last_migration_id,omitempty"`
-	UpdatedAt       string   `json:"updated_at"`
-}
-
-type locJSON struct {
-	Region string   `json:"region"`
-	Lock   lockJSON `json:"lock"`
-}
-
-type lockJSON struct {
-	Type      string `json:"type"`
-	Token     string `json:"token,omitempty"`
-	NotBefore string `json:"not_before,omitempty"`
-	Expiry    string `json:"expiry,omitempty"`
-}
-
-func toLocJSON(l kvrouting.Location) locJSON {
-	j := locJSON{Region: l.Region, Lock: lockJSON{Type: l.Lock.Type.String()}}
-	if !l.Lock.IsZero() {
-		j.Lock.Token, j.Lock.NotBefore, j.Lock.Expiry = l.Lock.Token.Redacted(), rfc(l.Lock.NotBefore), rfc(l.Lock.Expiry)
-	}
-	return j
+	wire.Routing
+	Revision uint64 `json:"revision"`
+	Source   string `json:"source"`
 }
 
 func toRoutingJSON(d *kvrouting.Document) routingDocJSON {
-	j := routingDocJSON{Resource: d.Resource, Key: routingKey(d), Revision: d.Revision, Source: "leader", Primary: toLocJSON(d.Primary),
-		MigrationID: d.MigrationID, Target: d.Target, PreLockExpiry: rfc(d.PreLockExpiry), MaxExpiry: rfc(d.MaxExpiry),
-		LastMigrationID: d.LastMigrationID, UpdatedAt: rfc(d.UpdatedAt)}
-	if d.Secondary != nil {
-		s := toLocJSON(*d.Secondary)
-		j.Secondary = &s
-	}
-	return j
+	return routingDocJSON{Routing: wire.RoutingOf(d), Revision: d.Revision, Source: "leader"}
 }

@@ -67,15 +67,11 @@ func Watch(ctx context.Context, r WatchRequest, stdout io.Writer) error {
 	if r.Count < 0 {
 		return fmt.Errorf("%w: --count must be >= 0", ErrUsage)
 	}
-	o, err := dial(ctx, r.NATS)
+	o, st, err := dialRouting(ctx, r.NATS)
 	if err != nil {
 		return err
 	}
 	defer o.Close()
-	st, err := o.routingStore(ctx)
-	if err != nil {
-		return err
-	}
 	var opts []kvrouting.WatchOption
 	if r.History {
 		opts = append(opts, kvrouting.WithHistory())
