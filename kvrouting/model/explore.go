@@ -15,15 +15,7 @@ func Explore(cfg Config) Result {
 	n, fs := search(init, cfg.StopAtFirst, func(s State) string { return checkState(&cfg, s) },
 		func(s State, emit func(string, State, string)) { successors(&cfg, s, emit) },
 		func(s State) State { return normalize(&cfg, s) })
-	res := Result{States: n}
-	for _, f := range fs {
-		t := Trace{Invariant: f.inv}
-		for i := range f.states {
-			t.Steps = append(t.Steps, Step{Action: f.labels[i], State: f.states[i]})
-		}
-		res.Violations = append(res.Violations, t)
-	}
-	return res
+	return Result{States: n, Violations: traces(fs)}
 }
 
 // checkState returns the name of an invariant s breaks, or "".

@@ -187,25 +187,10 @@ func (s FreshState) String() string {
 }
 
 // FreshStep is one labelled transition of a freshness trace.
-type FreshStep struct {
-	Action string
-	State  FreshState
-}
+type FreshStep = StepOf[FreshState]
 
 // FreshTrace is a counterexample of the freshness model.
-type FreshTrace struct {
-	Invariant string
-	Steps     []FreshStep
-}
-
-func (t FreshTrace) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "violation: %s\n", t.Invariant)
-	for i, s := range t.Steps {
-		fmt.Fprintf(&b, "%3d %-34s %s\n", i, s.Action, s.State)
-	}
-	return b.String()
-}
+type FreshTrace = TraceOf[FreshState]
 
 // FreshResult is what ExploreFreshness found.
 type FreshResult struct {
@@ -228,15 +213,7 @@ func ExploreFreshness(cfg FreshConfig) FreshResult {
 	n, fs := search(init, cfg.StopAtFirst, freshCheck,
 		func(s FreshState, emit func(string, FreshState, string)) { freshSuccessors(&cfg, s, emit) },
 		freshNormalize)
-	res := FreshResult{States: n}
-	for _, f := range fs {
-		t := FreshTrace{Invariant: f.inv}
-		for i := range f.states {
-			t.Steps = append(t.Steps, FreshStep{Action: f.labels[i], State: f.states[i]})
-		}
-		res.Violations = append(res.Violations, t)
-	}
-	return res
+	return FreshResult{States: n, Violations: traces(fs)}
 }
 
 // freshCheck checks the state invariants.

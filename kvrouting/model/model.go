@@ -290,26 +290,10 @@ func (s State) String() string {
 }
 
 // Step is one labelled transition of a trace.
-type Step struct {
-	Action string
-	State  State
-}
+type Step = StepOf[State]
 
-// Trace is a counterexample: the path from the initial state, and the
-// invariant broken at its end.
-type Trace struct {
-	Invariant string
-	Steps     []Step
-}
-
-func (t Trace) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "violation: %s\n", t.Invariant)
-	for i, s := range t.Steps {
-		fmt.Fprintf(&b, "%3d %-28s %s\n", i, s.Action, s.State)
-	}
-	return b.String()
-}
+// Trace is a counterexample of the lock protocol's model.
+type Trace = TraceOf[State]
 
 // Result is what Explore found.
 type Result struct {

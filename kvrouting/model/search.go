@@ -1,5 +1,54 @@
 package model
 
+import (
+	"fmt"
+	"strings"
+)
+
+// StepOf is one labelled transition of a trace of states S.
+type StepOf[S any] struct {
+	Action string
+	State  S
+}
+
+// TraceOf is a counterexample: the path from the initial state, and the
+// invariant broken at its end.
+type TraceOf[S fmt.Stringer] struct {
+	Invariant string
+	Steps     []StepOf[S]
+}
+
+// String prints the invariant, then one line per step: its number, its
+// action and the state it reached.
+func (t TraceOf[S]) String() string {
+	w := 0
+	for _, s := range t.Steps {
+		w = max(w, len(s.Action))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "violation: %s\n", t.Invariant)
+	for i, s := range t.Steps {
+		fmt.Fprintf(&b, "%3d %-*s %s\n", i, w+1, s.Action, s.State)
+	}
+	return b.String()
+}
+
+// traces turns search's findings into traces.
+func traces[S interface {
+	comparable
+	fmt.Stringer
+}](fs []found[S]) []TraceOf[S] {
+	var out []TraceOf[S]
+	for _, f := range fs {
+		t := TraceOf[S]{Invariant: f.inv}
+		for i := range f.states {
+			t.Steps = append(t.Steps, StepOf[S]{Action: f.labels[i], State: f.states[i]})
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 // found is one broken invariant and the shortest path to it.
 type found[S comparable] struct {
 	inv    string
