@@ -116,7 +116,11 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, 
 			if n > 0 && time.Since(start) >= pageRunBudget {
 				return
 			}
-			pi, err := src.Export(ctx, st.ID, r)
+			pi, ok := carried(st, service, r) // exported by the write fence's request (carry.go)
+			var err error
+			if !ok {
+				pi, err = src.Export(ctx, st.ID, r)
+			}
 			select {
 			case pages <- exported{r, pi, err}:
 			case <-stop:
@@ -205,7 +209,7 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.
 	for i, p := range pending {
 		req := contract.ExportRequest{Resource: st.Resource, Mode: mode, SyncToken: p.SyncToken, Cursor: p.Cursor, Limit: w.cfg.PageLimit, Attempt: uint32(max(st.Attempt, 0))}
 		if mode == contract.Delta {
-			req.Cursor = p.DeltaCursor
+			req = w.deltaRequest(st, p)
 		}
 		wg.Go(func() { rs[i].pages, rs[i].seal, rs[i].err = w.copyRun(ctx, st, p.Service, req, seal) })
 	}

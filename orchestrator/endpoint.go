@@ -134,6 +134,23 @@ func (e localEndpoint) SetFence(ctx context.Context, res string, f contract.Fenc
 	return e.p.SetFence(ctx, res, f)
 }
 
+var _ contract.FenceExporter = localEndpoint{}
+
+// FenceAndExport sets the fence, then exports (contract.FenceExporter).
+func (e localEndpoint) FenceAndExport(ctx context.Context, id, res string, f contract.Fence, req contract.ExportRequest) (PageInfo, bool, error) {
+	if req.Resource != res {
+		return PageInfo{}, false, fmt.Errorf("%w: fence of %q exporting %q", ErrInvalid, res, req.Resource)
+	}
+	if err := e.p.SetFence(ctx, res, f); err != nil {
+		return PageInfo{}, false, err
+	}
+	pi, err := e.Export(ctx, id, req)
+	if err != nil {
+		return PageInfo{}, false, nil // the fence is set; the caller exports on its own
+	}
+	return pi, true, nil
+}
+
 func (e localEndpoint) ClearFence(ctx context.Context, res, tok string) error {
 	return e.p.ClearFence(ctx, res, tok)
 }

@@ -58,43 +58,66 @@ func (w *Worker) fence(ctx context.Context, st *events.State, level contract.Fen
 // write lock's revision for the write fence of Phase 3, the swap's for a
 // post-swap fence; issue 15 #3).
 func (w *Worker) fenceAt(ctx context.Context, st *events.State, level contract.FenceLevel, expiry time.Time, swapRev, readRev uint64) ([]string, error) {
+	names, _, err := w.fenceExporting(ctx, st, level, expiry, swapRev, readRev, nil)
+	return names, err
+}
+
+// fenceExporting is fenceAt where a service with an export request in
+// exports also exports that page in its fence request, once the fence is
+// set (carry.go); the pages exported come back by service.
+func (w *Worker) fenceExporting(ctx context.Context, st *events.State, level contract.FenceLevel, expiry time.Time, swapRev, readRev uint64,
+	exports map[string]contract.ExportRequest) ([]string, map[string]carriedPage, error) {
 	res, _ := kvrouting.ParseResource(st.Resource)
 	eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f := contract.FenceFor(level, st.Token, expiry, w.skew)
 	f.SwapRev, f.ReadRev = swapRev, readRev
 	// Every service's fence at once: the step (and in Phase 3 the write
 	// fence users feel) waits for the slowest, not for their sum.
 	errs := make([]error, len(eps))
+	pages := make([]*carriedPage, len(eps))
 	var wg sync.WaitGroup
 	for i, ep := range eps {
 		wg.Go(func() {
-			err := ep.SetFence(ctx, st.Resource, f)
+			var exp *contract.ExportRequest
+			if r, ok := exports[ep.Service()]; ok {
+				exp = &r
+			}
+			pi, exported, err := setFence(ctx, st, ep, f, exp)
 			if err != nil && swapRev == 0 && contract.AsError(err).Code == contract.CodeConflict {
 				// Another token's fence: a post-swap fence of an older swap
 				// that its move back did not clear goes on a notice that
 				// this region is the primary at our lock's revision; then
 				// once more.
 				if w.noticeSourcePrimary(ctx, st, ep) {
-					err = ep.SetFence(ctx, st.Resource, f)
+					pi, exported, err = setFence(ctx, st, ep, f, exp)
 				}
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("fence %s at %s/%s: %w", level, ep.Region(), ep.Service(), err)
+			} else if exported {
+				pages[i] = &carriedPage{req: *exp, pi: pi}
 			}
 		})
 	}
 	wg.Wait()
 	names := make([]string, 0, len(eps))
+	var out map[string]carriedPage
 	for i, ep := range eps {
 		if errs[i] != nil {
-			return nil, errs[i]
+			return nil, nil, errs[i]
 		}
 		names = append(names, ep.Service())
+		if pages[i] != nil {
+			if out == nil {
+				out = map[string]carriedPage{}
+			}
+			out[ep.Service()] = *pages[i]
+		}
 	}
-	return names, nil
+	return names, out, nil
 }
 
 // noticeSourcePrimary sends ep (at st.Source) a notice that the source is

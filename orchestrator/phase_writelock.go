@@ -32,8 +32,17 @@ func (w *Worker) escalateWriteAndFence(ctx context.Context, st *events.State, re
 	// the source from now on (Fence.ReadRev): they resolve again, through
 	// to the leader while the lock is in force, so no stale cache keeps
 	// reading the source once the swap has made the target primary.
-	if names, err := w.fenceAt(ctx, st, contract.FenceWrite, ev.Expiry, 0, d.Revision); err == nil {
+	//
+	// The same request exports each service's first delta page, once the
+	// fence is set (carry.go): the delta step imports it without asking
+	// the source again.
+	exports := map[string]contract.ExportRequest{}
+	for _, p := range st.Services {
+		exports[p.Service] = w.deltaRequest(st, p)
+	}
+	if names, pages, err := w.fenceExporting(ctx, st, contract.FenceWrite, ev.Expiry, 0, d.Revision, exports); err == nil {
 		ev.Fenced, ev.Services = true, names
+		carry(st, pages)
 	} else {
 		w.log.Info("write fence deferred to its own step", "migration", st.ID, "err", err)
 	}

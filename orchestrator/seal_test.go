@@ -59,6 +59,11 @@ func (e countingEndpoint) Export(ctx context.Context, id string, r contract.Expo
 	return e.Endpoint.Export(ctx, id, r)
 }
 
+func (e countingEndpoint) FenceAndExport(ctx context.Context, id, res string, f contract.Fence, r contract.ExportRequest) (PageInfo, bool, error) {
+	e.d.count(e.Region(), "fence+export")
+	return e.Endpoint.(contract.FenceExporter).FenceAndExport(ctx, id, res, f, r)
+}
+
 func (e countingEndpoint) Import(ctx context.Context, id string, p PageInfo) (contract.ImportResult, error) {
 	op := "import"
 	if p.Seal {
@@ -129,7 +134,8 @@ func (e *env) writeAtSource(res, svc, id string) {
 // per service — the request that imports the last delta page (or, with no
 // delta, one of its own) grants, applies, seals and answers with the
 // target's digests — and never for a separate grant, revoke or digest
-// read. After the swap only the swap-in notice goes there, and the
+// read; the source is not asked for the delta at all (its first page came
+// with the write fence). After the swap only the swap-in notice goes there, and the
 // write-blocked window (WriteLockedAt → SwappedAt) ends at the swap's
 // commit, before that notice.
 func TestPhase3ReachesTheTargetOnce(t *testing.T) {
@@ -169,6 +175,11 @@ func TestPhase3ReachesTheTargetOnce(t *testing.T) {
 			}
 			if got["eu import+seal"] != n {
 				t.Errorf("target requests in Phase 3: %v; want %d sealing imports", got, n)
+			}
+			// The first delta page came with the write fence (carry.go): the
+			// source is not asked for it again.
+			if got["us export"] != 0 {
+				t.Errorf("source requests in Phase 3: %v; want no export (the fence request exported)", got)
 			}
 			var swapped *events.Envelope
 			for _, ev := range h {

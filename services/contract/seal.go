@@ -95,3 +95,16 @@ func ApplyImport(ctx context.Context, p Participant, r ImportRequest) (ImportRes
 	res.Sealed, res.Digests = true, d
 	return res, nil
 }
+
+// FenceExporter is implemented by endpoints that set a fence and export a
+// page in one request (issue 16: the write fence of Phase 3 and the first
+// delta page in one round trip to the source). The page is exported after
+// the fence is set, so under a write fence it is final: the same as any
+// later export of the same position. Implementations must be safe for
+// concurrent use by any goroutine.
+type FenceExporter interface {
+	// FenceAndExport sets f at resource, then exports one page by req
+	// (req.Resource is resource). exported is false when the far side
+	// cannot export in a fence request (the fence is set all the same).
+	FenceAndExport(ctx context.Context, migrationID, resource string, f Fence, req ExportRequest) (page PageInfo, exported bool, err error)
+}

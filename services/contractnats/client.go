@@ -212,6 +212,30 @@ func (c *Client) SetFence(ctx context.Context, resource string, f contract.Fence
 	return c.call(ctx, OpFence, &fenceRequest{Resource: resource, Fence: f}, nil)
 }
 
+// FenceAndExport sets resource's fence f, then exports one page for
+// migrationID by req, in one request (contract.FenceExporter): the page is
+// exported after the fence is set. exported is false when the server
+// predates it (the fence is set, nothing exported: export on your own).
+// Errors: those of SetFence and ExportToStream; CodeInvalid for a request
+// of another resource.
+func (c *Client) FenceAndExport(ctx context.Context, migrationID, resource string, f contract.Fence, req contract.ExportRequest) (ref PageRef, exported bool, err error) {
+	if err := ValidateMigrationID(migrationID); err != nil {
+		return PageRef{}, false, invalid("%v", err)
+	}
+	if req.Resource != resource {
+		return PageRef{}, false, invalid("fence of %q exporting %q", resource, req.Resource)
+	}
+	data, err := c.request(ctx, OpFence, &fenceRequest{Resource: resource, Fence: f, Migration: migrationID, Export: &req})
+	if err != nil || len(data) == 0 {
+		return PageRef{}, false, err
+	}
+	var r fenceReply
+	if err := decode(data, &r); err != nil {
+		return PageRef{}, false, contract.Errorf(contract.CodeInternal, "contract %s %s/%s: reply: %v", OpFence, c.region, c.service, err)
+	}
+	return r.Ref, r.Exported, nil
+}
+
 // ClearFence removes resource's fence set under token
 // (contract.Participant.ClearFence).
 func (c *Client) ClearFence(ctx context.Context, resource, token string) error {
@@ -253,14 +277,26 @@ func (c *Client) FetchPage(ctx context.Context, migrationID string, seq uint64) 
 // call sends req to operation op and decodes the reply into resp (nil: no
 // body expected).
 func (c *Client) call(ctx context.Context, op string, req, resp any) error {
+	data, err := c.request(ctx, op, req)
+	if err != nil || resp == nil {
+		return err
+	}
+	if err := decode(data, resp); err != nil {
+		return contract.Errorf(contract.CodeInternal, "contract %s %s/%s: reply: %v", op, c.region, c.service, err)
+	}
+	return nil
+}
+
+// request sends req to operation op and returns the reply's body.
+func (c *Client) request(ctx context.Context, op string, req any) ([]byte, error) {
 	if c.err != nil {
-		return c.err
+		return nil, c.err
 	}
 	ctx, cancel := withDefaultTimeout(ctx, c.timeout)
 	defer cancel()
 	body, err := encode(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	subject := EndpointSubject(c.region, c.service, op)
 	msg := nats.NewMsg(subject)
@@ -275,22 +311,16 @@ func (c *Client) call(ctx context.Context, op string, req, resp any) error {
 	}
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return contract.Errorf(contract.CodeUnavailable,
+		return nil, contract.Errorf(contract.CodeUnavailable,
 			"contract %s of service %q in region %q: no server answers on %s", op, c.service, c.region, subject)
 	}
 	if err != nil {
-		return fromNATS(fmt.Sprintf("contract %s %s/%s", op, c.region, c.service), err)
+		return nil, fromNATS(fmt.Sprintf("contract %s %s/%s", op, c.region, c.service), err)
 	}
 	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
-		return remoteError(code, reply)
+		return nil, remoteError(code, reply)
 	}
-	if resp == nil {
-		return nil
-	}
-	if err := decode(reply.Data, resp); err != nil {
-		return contract.Errorf(contract.CodeInternal, "contract %s %s/%s: reply: %v", op, c.region, c.service, err)
-	}
-	return nil
+	return reply.Data, nil
 }
 
 // remoteError rebuilds the server's *contract.Error from an error reply; a

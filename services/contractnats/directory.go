@@ -126,9 +126,24 @@ func (e *dirEndpoint) Export(ctx context.Context, migrationID string, req contra
 	if err != nil {
 		return contract.PageInfo{}, err
 	}
+	return e.pageInfo(req, ref), nil
+}
+
+// pageInfo is what the orchestrator needs of an export reply.
+func (e *dirEndpoint) pageInfo(req contract.ExportRequest, ref PageRef) contract.PageInfo {
 	return contract.PageInfo{Service: e.c.Service(), Mode: req.Mode, SyncToken: ref.SyncToken, Cursor: req.Cursor,
 		Next: ref.Next, More: ref.More, Count: ref.Count, Dependents: ref.Dependents, Seq: ref.Seq, Page: ref.Page,
-		Resource: req.Resource}, nil
+		Resource: req.Resource}
+}
+
+var _ contract.FenceExporter = (*dirEndpoint)(nil)
+
+func (e *dirEndpoint) FenceAndExport(ctx context.Context, migrationID, resource string, f contract.Fence, req contract.ExportRequest) (contract.PageInfo, bool, error) {
+	ref, ok, err := e.c.FenceAndExport(ctx, migrationID, resource, f, req)
+	if err != nil || !ok {
+		return contract.PageInfo{}, ok, err
+	}
+	return e.pageInfo(req, ref), true, nil
 }
 
 func (e *dirEndpoint) Import(ctx context.Context, migrationID string, p contract.PageInfo) (contract.ImportResult, error) {

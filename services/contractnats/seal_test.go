@@ -141,3 +141,46 @@ func readAll(t *testing.T, st *store.Store) []store.Record {
 	}
 	return recs
 }
+
+// A fence request that also exports (Client.FenceAndExport): the fence is
+// set first, then the page is exported inline; a write after it is
+// refused, so the page stays final. A request for another resource is
+// refused before anything changes; a fence refused (another token's) sets
+// nothing and exports nothing.
+func TestFenceAndExport(t *testing.T) {
+	e := newEnv(t)
+	src := openStore(t)
+	e.serve(t, "eu", services.NewStoreParticipant("messages", src, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
+	sc := contractnats.Dial(e.nc, e.js, "eu", "messages")
+	for i := range 3 {
+		put(t, src, res, fmt.Sprintf("m%d", i), "hello")
+	}
+	hist, err := sc.ExportToStream(t.Context(), "mig-fx", contract.ExportRequest{Resource: res, Mode: contract.Historical})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, src, res, "m9", "late")
+	f := contract.FenceFor(store.FenceWrite, "tok-fx", time.Now().Add(time.Hour), 0)
+	delta := contract.ExportRequest{Resource: res, Mode: contract.Delta, SyncToken: hist.SyncToken, Inline: true}
+
+	if _, _, err := sc.FenceAndExport(t.Context(), "mig-fx", "conv/other", f, delta); code(t, err) != contract.CodeInvalid {
+		t.Fatalf("fence of one resource exporting another: %v, want invalid", err)
+	}
+	if fe, err := src.GetFence(res); err != nil || fe.Level != store.FenceNone {
+		t.Fatalf("fence after a refused request: %+v %v", fe, err)
+	}
+	ref, ok, err := sc.FenceAndExport(t.Context(), "mig-fx", res, f, delta)
+	if err != nil || !ok || ref.Page == nil || ref.Count != 1 || ref.Page.Records[0].ID != "m9" {
+		t.Fatalf("FenceAndExport: %+v exported=%v %v; want the late record inline", ref, ok, err)
+	}
+	if fe, err := src.GetFence(res); err != nil || fe.Level != store.FenceWrite {
+		t.Fatalf("fence after FenceAndExport: %+v %v", fe, err)
+	}
+	if _, err := src.Put(res, store.Record{ID: "m10", Kind: "message", Data: []byte("refused")}, true); err == nil {
+		t.Fatal("a write under the write fence was applied")
+	}
+	other := contract.FenceFor(store.FenceWrite, "tok-other", time.Now().Add(time.Hour), 0)
+	if _, ok, err := sc.FenceAndExport(t.Context(), "mig-fx", res, other, delta); code(t, err) != contract.CodeConflict || ok {
+		t.Fatalf("another token's fence: exported=%v %v, want conflict", ok, err)
+	}
+}

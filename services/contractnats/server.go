@@ -375,19 +375,25 @@ func (s *Server) export(ctx context.Context, body []byte) (any, error) {
 	if err := decode(body, &r); err != nil {
 		return nil, invalid("export request: %v", err)
 	}
+	return s.exportPage(ctx, r)
+}
+
+// exportPage exports one page for r and publishes it, or returns it inline
+// (export, and a fence request that exports: setFence).
+func (s *Server) exportPage(ctx context.Context, r exportRequest) (PageRef, error) {
 	if err := ValidateMigrationID(r.Migration); err != nil {
-		return nil, invalid("%v", err)
+		return PageRef{}, invalid("%v", err)
 	}
 	page, err := s.p.Export(ctx, r.Request)
 	if err != nil {
-		return nil, err
+		return PageRef{}, err
 	}
 	switch page.Service {
 	case "":
 		page.Service = s.service
 	case s.service:
 	default:
-		return nil, contract.Errorf(contract.CodeInternal, "participant %q exported a page of service %q", s.service, page.Service)
+		return PageRef{}, contract.Errorf(contract.CodeInternal, "participant %q exported a page of service %q", s.service, page.Service)
 	}
 	page.Attempt = r.Request.Attempt
 	if r.Request.Inline && len(page.Records) > 0 {
@@ -544,12 +550,29 @@ func (s *Server) readSlice(ctx context.Context, body []byte) (any, error) {
 }
 
 // setFence implements OpFence (DESIGN.md "Two layers of enforcement").
+// A request that also asks for an export (issue 16: the write fence and
+// the first delta page in one round trip) exports once the fence is set,
+// so the page is final for as long as the fence holds, and replies with a
+// fenceReply; a plain fence request has no reply body.
 func (s *Server) setFence(ctx context.Context, body []byte) (any, error) {
 	var r fenceRequest
 	if err := decode(body, &r); err != nil {
 		return nil, invalid("fence request: %v", err)
 	}
-	return nil, s.p.SetFence(ctx, r.Resource, r.Fence)
+	if r.Export != nil && r.Export.Resource != r.Resource {
+		return nil, invalid("fence of %q exporting %q", r.Resource, r.Export.Resource)
+	}
+	if err := s.p.SetFence(ctx, r.Resource, r.Fence); err != nil || r.Export == nil {
+		return nil, err
+	}
+	ref, err := s.exportPage(ctx, exportRequest{Migration: r.Migration, Request: *r.Export})
+	if err != nil {
+		// The fence is set, which is what the request is for; the export
+		// is an optimisation the caller repeats on its own (Exported
+		// false).
+		return fenceReply{}, nil
+	}
+	return fenceReply{Exported: true, Ref: ref}, nil
 }
 
 // clearFence implements OpUnfence.

@@ -86,6 +86,16 @@ type (
 	fenceRequest struct {
 		Resource string         `msgpack:"res"`
 		Fence    contract.Fence `msgpack:"fence"`
+		// Export, if set, asks for a page exported once the fence is set
+		// (Client.FenceAndExport), for Migration.
+		Migration string                  `msgpack:"mig,omitempty"`
+		Export    *contract.ExportRequest `msgpack:"exp,omitempty"`
+	}
+	// fenceReply answers a fence request that exported. A server that
+	// predates it sends no body: Exported false.
+	fenceReply struct {
+		Exported bool    `msgpack:"exported"`
+		Ref      PageRef `msgpack:"ref"`
 	}
 	unfenceRequest struct {
 		Resource string `msgpack:"res"`

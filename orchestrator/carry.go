@@ -1,0 +1,99 @@
+package orchestrator
+
+import (
+	"context"
+	"sync"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/services/contract"
+)
+
+// The first delta page rides in the request that sets the write fence
+// (issue 16 #5; contract.FenceExporter): the escalation's step asks every
+// source service to fence and then export its first delta page inline, and
+// the delta step that follows imports those pages instead of asking the
+// source again. With the source in another region than the orchestrators,
+// Phase 3 then reaches it once instead of twice.
+//
+// The pages are kept in memory between the two steps (the step that
+// escalates and the delta step run one after the other in the same
+// delivery, usually on the same worker). They are only an optimisation:
+// a page exported after the write fence was set is final while the fence
+// holds (no write reaches the source), so it equals what the delta step
+// would export at the same position. A page missing — another worker took
+// the delta step, the process restarted, the server cannot export in a
+// fence request — is exported by the delta step as before. A carried page
+// is used once, for its own attempt (token) and position.
+
+// carriedPages are the first delta pages of one attempt, by service.
+type carriedPages struct {
+	token string
+	pages map[string]carriedPage
+}
+
+// carriedPage is one exported page and the request that exported it.
+type carriedPage struct {
+	req contract.ExportRequest
+	pi  PageInfo
+}
+
+// carryMax bounds the carried attempts: entries of attempts whose delta
+// step ran elsewhere are dropped wholesale when it is reached.
+const carryMax = 10_000
+
+// processCarry is shared by the workers of one process.
+var processCarry = struct {
+	sync.Mutex
+	m map[string]carriedPages
+}{m: map[string]carriedPages{}}
+
+// carry keeps pages (by service) for st's delta step.
+func carry(st *events.State, pages map[string]carriedPage) {
+	if len(pages) == 0 {
+		return
+	}
+	processCarry.Lock()
+	defer processCarry.Unlock()
+	if len(processCarry.m) >= carryMax {
+		clear(processCarry.m)
+	}
+	processCarry.m[st.ID] = carriedPages{token: st.Token, pages: pages}
+}
+
+// carried takes the page carried for service's delta export req of st, if
+// one was exported by the request that set the write fence at that same
+// position.
+func carried(st *events.State, service string, req contract.ExportRequest) (PageInfo, bool) {
+	processCarry.Lock()
+	defer processCarry.Unlock()
+	c, ok := processCarry.m[st.ID]
+	if !ok || c.token != st.Token {
+		return PageInfo{}, false
+	}
+	cp, ok := c.pages[service]
+	if !ok || cp.req.Mode != req.Mode || cp.req.Cursor != req.Cursor || cp.req.SyncToken != req.SyncToken {
+		return PageInfo{}, false
+	}
+	delete(c.pages, service)
+	if len(c.pages) == 0 {
+		delete(processCarry.m, st.ID)
+	}
+	return cp.pi, true
+}
+
+// deltaRequest is the export request of p's next delta page of st.
+func (w *Worker) deltaRequest(st *events.State, p events.ServiceProgress) contract.ExportRequest {
+	return contract.ExportRequest{Resource: st.Resource, Mode: contract.Delta, SyncToken: p.SyncToken, Cursor: p.DeltaCursor,
+		Limit: w.cfg.PageLimit, Attempt: uint32(max(st.Attempt, 0)), Inline: true}
+}
+
+// setFence sets f at ep, and with an export request also exports that
+// page in the same request where ep can (contract.FenceExporter); the page
+// comes back with ok.
+func setFence(ctx context.Context, st *events.State, ep Endpoint, f contract.Fence, exp *contract.ExportRequest) (pi PageInfo, ok bool, err error) {
+	fe, can := ep.(contract.FenceExporter)
+	if exp == nil || !can {
+		return PageInfo{}, false, ep.SetFence(ctx, st.Resource, f)
+	}
+	return fe.FenceAndExport(ctx, st.ID, st.Resource, f, *exp)
+}
