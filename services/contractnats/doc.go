@@ -56,9 +56,13 @@
 // after the page, the grant is revoked and the token retired, and the
 // reply (contract.ImportResult) carries the target's slice digests. The
 // server carries a request out with contract.ApplyImport, the same function
-// the in-process transport uses. A server that predates these fields
-// ignores them; the orchestrator sees no Sealed in the reply and revokes
-// and reads digests itself.
+// the in-process transport uses. A fence request may ask for an export too
+// ("mig", "exp"; Client.FenceAndExport): the page is exported once the
+// fence is set and comes back in a fenceReply ("exported", "ref"), so the
+// write fence and the first delta page are one round trip to the source.
+// A server that predates these fields ignores them: the orchestrator sees
+// no Sealed in an import reply and revokes and reads digests itself, and
+// no fence reply body, and exports on its own.
 //
 // # The orchestrator's directory
 //
