@@ -1,10 +1,8 @@
 package orchestrator
 
 import (
-	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/cutover/cutover/events"
 )
@@ -23,13 +21,7 @@ func TestConvergenceModes(t *testing.T) {
 			cfg := e.config()
 			cfg.Convergence = mode
 			e.startWorker(cfg)
-			id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/c1", Target: "eu"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusCompleted {
-				t.Fatalf("status %s (%s)", st.Status, st.Reason)
-			}
+			id := e.migrateDone("conv/c1", "eu")
 			var pl *events.PreLocked
 			for _, ev := range e.history(id) {
 				if b, ok := ev.Body.(events.PreLocked); ok {

@@ -98,13 +98,7 @@ func TestFenceOutlivesWriteLockOnlyAfterSwap(t *testing.T) {
 		e := mustEnv(t)
 		e.seed(res, 5)
 		e.startWorker(e.config())
-		id, err := e.client.Start(context.Background(), events.Start{Resource: res, Target: "eu"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusCompleted {
-			t.Fatalf("status %s (%s)", st.Status, st.Reason)
-		}
+		e.migrateDone(res, "eu")
 		e.assertMigrated(res)
 		secondary := e.doc(res).Secondary.Lock.Expiry
 		for _, svc := range testServices {

@@ -144,6 +144,20 @@ func (e *env) seed(res string, n int, refs ...string) {
 	}
 }
 
+// migrateDone starts a migration of res to target, waits until it ends and
+// fails the test unless it completed; it returns the migration's id.
+func (e *env) migrateDone(res, target string) string {
+	e.t.Helper()
+	id, err := e.client.Start(context.Background(), events.Start{Resource: res, Target: target})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusCompleted {
+		e.t.Fatalf("migration of %s to %s: %s %s", res, target, st.Status, st.Reason)
+	}
+	return id
+}
+
 // waitDone polls a migration until it is terminal.
 func (e *env) waitDone(id string, timeout time.Duration) *events.State {
 	e.t.Helper()

@@ -43,13 +43,7 @@ func TestLateImportAfterSwapChangesNothing(t *testing.T) {
 	e.seed("conv/late", 10)
 	pages := e.captureImports("eu", "reactions")
 	e.startWorker(e.config())
-	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/late", Target: "eu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("status %s: %s", st.Status, st.Reason)
-	}
+	e.migrateDone("conv/late", "eu")
 	got := pages()
 	if len(got) == 0 {
 		t.Fatal("no reactions page was imported")

@@ -50,14 +50,7 @@ func TestMergedStepsFallBack(t *testing.T) {
 		return nil
 	}
 	e.startWorker(e.config())
-	ctx := context.Background()
-	id1, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitDone(id1, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("move: %s %s", st.Status, st.Reason)
-	}
+	id1 := e.migrateDone(res, "eu")
 	h := e.history(id1)
 	want := []string{events.TypeRequested, events.TypePreLocked,
 		events.TypeHardDeleteLocked, events.TypeFenced, events.TypePagesCopied,
@@ -101,13 +94,7 @@ func TestMergedStepsFallBack(t *testing.T) {
 		return nil
 	}
 	us.mu.Unlock()
-	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitDone(id2, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("move back: %s %s", st.Status, st.Reason)
-	}
+	id2 := e.migrateDone(res, "us")
 	h = e.history(id2)
 	want = []string{events.TypeRequested, events.TypePreLocked, events.TypeHardDeleteLocked,
 		events.TypePagesCopied, events.TypeWriteLocked, // the deltas ride in Swapped
@@ -193,13 +180,7 @@ func TestCopyRuns(t *testing.T) {
 		return nil
 	}
 	e.startWorker(e.config())
-	id, err := e.client.Start(context.Background(), events.Start{Resource: res, Target: "eu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("status %s: %s", st.Status, st.Reason)
-	}
+	id := e.migrateDone(res, "eu")
 	h := e.history(id)
 	var rounds [][]events.PageCopied
 	for _, ev := range h {

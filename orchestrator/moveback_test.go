@@ -26,13 +26,7 @@ func TestMoveBack(t *testing.T) {
 	const res = "conv/back"
 	e.seed(res, 5)
 	ctx := context.Background()
-	id1, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitDone(id1, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("first move: %s %s", st.Status, st.Reason)
-	}
+	id1 := e.migrateDone(res, "eu")
 	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
 	if err != nil {
 		t.Fatal(err)
@@ -155,13 +149,7 @@ func TestLateCleanupKeepsWhatCameBack(t *testing.T) {
 	}
 	e.startWorker(cfg)
 	ctx := context.Background()
-	id1, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitDone(id1, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("first move: %s %s", st.Status, st.Reason)
-	}
+	e.migrateDone(res, "eu")
 	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
 	if err != nil {
 		t.Fatal(err)
@@ -193,13 +181,7 @@ func TestLateCleanupKeepsWhatCameBack(t *testing.T) {
 		}
 	}
 	// Once the resource has left us again, a cleanup there deletes.
-	id3, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitDone(id3, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("third move: %s %s", st.Status, st.Reason)
-	}
+	e.migrateDone(res, "eu")
 	for _, ep := range eps {
 		if n, err := ep.Cleanup(ctx, res); err != nil || n == 0 {
 			t.Errorf("%s: cleanup of the old source deleted %d (%v), want > 0", ep.Service(), n, err)
@@ -242,13 +224,7 @@ func TestMoveBackBeforeThePreviousCompleted(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitDone(id2, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("move back: %s %s", st.Status, st.Reason)
-	}
+	e.migrateDone(res, "us")
 	if st, _, _ := Load(ctx, e.nc, id1); st.Status.Terminal() {
 		t.Fatalf("the first move completed before the move back: the test proves nothing")
 	}
@@ -278,13 +254,7 @@ func TestMoveBackAfterPhysicalDelete(t *testing.T) {
 	const res = "conv/unreact"
 	e.seed(res, 5)
 	ctx := context.Background()
-	id1, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitDone(id1, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("first move: %s %s", st.Status, st.Reason)
-	}
+	e.migrateDone(res, "eu")
 	if r, err := e.stores["eu"]["reactions"].Delete(res, "reactions-0"); err != nil || r.Tombstoned {
 		t.Fatalf("unreact at eu: %+v %v (want a physical delete)", r, err)
 	}
@@ -323,14 +293,7 @@ func TestMoveBackClearsAFenceItCannotName(t *testing.T) {
 	e.startWorker(cfg)
 	const res = "conv/orphan"
 	e.seed(res, 3)
-	ctx := context.Background()
-	id1, err := e.client.Start(ctx, events.Start{Resource: res, Target: "eu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitDone(id1, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("first move: %s %s", st.Status, st.Reason)
-	}
+	e.migrateDone(res, "eu")
 	// An orphan post-swap fence at eu (the primary now), with a token
 	// nobody knows. (Its revision is the current one: one older than the
 	// swap-in notice the first move sent is refused by the store.)
@@ -343,13 +306,7 @@ func TestMoveBackClearsAFenceItCannotName(t *testing.T) {
 	}
 	// eu → us → eu: the move back to eu clears it.
 	for _, target := range []string{"us", "eu"} {
-		id, err := e.client.Start(ctx, events.Start{Resource: res, Target: target})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st := e.waitDone(id, 30*time.Second); st.Status != events.StatusCompleted {
-			t.Fatalf("move to %s: %s %s", target, st.Status, st.Reason)
-		}
+		e.migrateDone(res, target)
 	}
 	for _, svc := range testServices {
 		f, err := e.stores["eu"][svc].GetFence(res)

@@ -216,13 +216,7 @@ func TestPartialPageFailure(t *testing.T) {
 			return nil
 		}
 	}
-	id2, err := e.client.Start(context.Background(), events.Start{Resource: "conv/allfail", Target: "eu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitDone(id2, 30*time.Second); st.Status != events.StatusCompleted {
-		t.Fatalf("status %s (%s)", st.Status, st.Reason)
-	}
+	id2 := e.migrateDone("conv/allfail", "eu")
 	if n := countType(e.history(id2), events.TypeStepFailed); n != 1 {
 		t.Fatalf("%d StepFailed events, want 1", n)
 	}

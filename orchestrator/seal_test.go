@@ -108,16 +108,10 @@ func (e countingEndpoint) ResetForCopy(ctx context.Context, res, tok string) (in
 func (e *env) migrateWith(cfg Config, res string) (*events.State, []*events.Envelope) {
 	e.t.Helper()
 	e.startWorker(cfg)
-	id, err := e.client.Start(context.Background(), events.Start{Resource: res, Target: "eu"})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	st := e.waitDone(id, 30*time.Second)
-	if st.Status != events.StatusCompleted {
-		e.t.Fatalf("status %s: %s", st.Status, st.Reason)
-	}
+	id := e.migrateDone(res, "eu")
 	e.assertMigrated(res)
-	return st, e.history(id)
+	h := e.history(id)
+	return h[len(h)-1].State, h
 }
 
 // writeAtSource puts one more record of svc at the source, as a user write
