@@ -115,13 +115,16 @@ func (e *env) migrateWith(cfg Config, res string) (*events.State, []*events.Enve
 }
 
 // writeAtSource puts one more record of svc at the source, as a user write
-// between the historical copy and the write lock would (the delta).
-func (e *env) writeAtSource(res, svc, id string) {
+// between the historical copy and the write lock would (the delta), and
+// returns it as stored.
+func (e *env) writeAtSource(res, svc, id string) store.Record {
 	e.t.Helper()
 	rec := store.Record{ID: id, Kind: "msg", CreatedAt: time.Now().UnixNano(), Data: []byte("late " + id)}
-	if _, err := e.stores["us"][svc].Put(res, rec, true); err != nil {
+	stored, err := e.stores["us"][svc].Put(res, rec, true)
+	if err != nil {
 		e.t.Fatal(err)
 	}
+	return stored
 }
 
 // Issue 16 #5: from the write lock to the swap the target is reached ONCE
@@ -195,10 +198,15 @@ func TestPhase3ReachesTheTargetOnce(t *testing.T) {
 // target holds: a complete copy swaps in the same attempt; a copy the
 // first seal left short fails validation, rolls back, and the next attempt
 // completes. The token is retired by hand right after the write lock, as
-// the lost seal would have.
+// the lost seal would have (after applying the delta, in complete-delta).
 func TestRedeliveredSealValidatesWhatTheTargetHolds(t *testing.T) {
-	for _, short := range []bool{false, true} {
-		t.Run(fmt.Sprintf("short=%v", short), func(t *testing.T) {
+	// delta: a write between the historical copy and the write lock;
+	// applied: the lost step had imported it before its seal.
+	for _, c := range []struct {
+		name           string
+		delta, applied bool
+	}{{"complete", false, false}, {"complete-delta", true, true}, {"short", true, false}} {
+		t.Run(c.name, func(t *testing.T) {
 			e := mustEnv(t)
 			const res = "conv/reseal"
 			e.seed(res, 5)
@@ -206,8 +214,18 @@ func TestRedeliveredSealValidatesWhatTheTargetHolds(t *testing.T) {
 			var retired atomic.Bool
 			cfg.AfterAppend = func(env *events.Envelope) error {
 				switch {
-				case env.Type == events.TypePagesCopied && short && env.State.Attempt == 1:
-					e.writeAtSource(res, "messages", "late-1") // in the delta, never imported
+				case env.Type == events.TypePagesCopied && c.delta && env.State.Attempt == 1:
+					// More than a page (PageLimit 7): the first delta
+					// page is not the last, and its import is refused
+					// without a seal in it.
+					for i := range 9 {
+						rec := e.writeAtSource(res, "messages", fmt.Sprintf("late-%d", i))
+						if c.applied { // the record as an import carries it
+							if _, err := e.stores["eu"]["messages"].ImportGranted(res, env.State.Token, []store.Record{rec}); err != nil {
+								t.Error(err)
+							}
+						}
+					}
 				case env.Type == events.TypeWriteLocked && !retired.Load():
 					retired.Store(true)
 					for _, svc := range testServices {
@@ -220,8 +238,12 @@ func TestRedeliveredSealValidatesWhatTheTargetHolds(t *testing.T) {
 			}
 			st, h := e.migrateWith(cfg, res)
 			rolled := countType(h, events.TypeRolledBack)
+			short := c.delta && !c.applied
 			switch {
 			case !short && (rolled != 0 || st.Attempt != 1):
+				if v, ok := firstFailedValidation(h); ok {
+					t.Logf("validation: %s", v.Detail)
+				}
 				t.Fatalf("a complete copy under a retired token: %d rollbacks, attempt %d; want a swap in attempt 1 (%v)", rolled, st.Attempt, types(h))
 			case short && (rolled != 1 || st.Attempt != 2):
 				t.Fatalf("a short copy under a retired token: %d rollbacks, attempt %d; want one, then attempt 2 (%v)", rolled, st.Attempt, types(h))
