@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-
-	"github.com/cutover/cutover/services/contract"
 )
 
 func TestPercentiles(t *testing.T) {
@@ -47,22 +45,21 @@ func TestRunValidateSmall(t *testing.T) {
 // baselines write-fence before Phase 3, the protocol does not.
 func TestFencePolicy(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		preLock bool
-		phase2  contract.FenceLevel
+		name            string
+		preLock, phase2 bool
 	}{
-		{"", false, contract.FenceHardDelete},
-		{FencingProtocol, false, contract.FenceHardDelete},
-		{FencingDeleteBlocking, false, contract.FenceHardDelete},
-		{FencingStopAndCopy, false, contract.FenceWrite},
-		{FencingReadOnly, true, contract.FenceWrite},
+		{"", false, false},
+		{FencingProtocol, false, false},
+		{FencingDeleteBlocking, false, false},
+		{FencingStopAndCopy, false, true},
+		{FencingReadOnly, true, true},
 	} {
 		p, err := FencePolicy(tc.name)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.name, err)
 		}
-		if p.WriteFenceAtPreLock() != tc.preLock || p.Phase2Fence() != tc.phase2 {
-			t.Errorf("%q: write fence at the pre-lock %v, Phase 2 fence %s", tc.name, p.WriteFenceAtPreLock(), p.Phase2Fence())
+		if p.WriteFenceAtPreLock() != tc.preLock || p.WriteFenceInPhase2() != tc.phase2 {
+			t.Errorf("%q: write fence at the pre-lock %v, in Phase 2 %v", tc.name, p.WriteFenceAtPreLock(), p.WriteFenceInPhase2())
 		}
 	}
 	if _, err := FencePolicy("optimistic"); !errors.Is(err, ErrUnknownStrategy) {

@@ -24,6 +24,9 @@ type RawCopy struct {
 	RecordsPerSec float64 `json:"records_per_s"`
 }
 
+// rawImport is the authority the raw copy imports under: a target.
+var rawImport = contract.Authority{Rev: 1, Role: contract.RoleImporting}
+
 // MeasureRawCopy runs the raw copy of recs (one resource) in pages of
 // pageLimit records; dir holds the scratch Pebble store (removed after).
 func MeasureRawCopy(ctx context.Context, js jetstream.JetStream, resource string, recs []store.Record, pageLimit int, dir string) (RawCopy, error) {
@@ -53,7 +56,7 @@ func MeasureRawCopy(ctx context.Context, js jetstream.JetStream, resource string
 		}
 		pub += time.Since(t)
 		t = time.Now()
-		if _, err := st.Import(resource, page.Records); err != nil {
+		if _, _, err := st.Import(resource, rawImport, false, page.Records); err != nil {
 			return out, fmt.Errorf("raw import: %w", err)
 		}
 		peb += time.Since(t)

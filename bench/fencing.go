@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/cutover/cutover/orchestrator"
-	"github.com/cutover/cutover/services/contract"
 )
 
 // Fencing strategies of the fence suite. Only FencingProtocol is the
@@ -18,7 +17,8 @@ const (
 	FencingProtocol = "protocol"
 	// FencingStopAndCopy write-fences the source before the historical copy:
 	// writes are refused in Phases 2–3. The routing lock still follows the
-	// protocol (hard-delete lock in Phase 2); the store fence is what users
+	// protocol (hard-delete lock in Phase 2); the stores' authority
+	// (exporting from the hard-delete lock on) is what users
 	// hit (HTTP 423).
 	FencingStopAndCopy = "stop-and-copy"
 	// FencingReadOnly write-fences the source right after the pre-lock:
@@ -54,13 +54,13 @@ type stopAndCopy struct{}
 
 var _ orchestrator.FencePolicy = stopAndCopy{}
 
-func (stopAndCopy) WriteFenceAtPreLock() bool        { return false }
-func (stopAndCopy) Phase2Fence() contract.FenceLevel { return contract.FenceWrite }
+func (stopAndCopy) WriteFenceAtPreLock() bool { return false }
+func (stopAndCopy) WriteFenceInPhase2() bool  { return true }
 
 // readOnly write-fences the source from the pre-lock on.
 type readOnly struct{}
 
 var _ orchestrator.FencePolicy = readOnly{}
 
-func (readOnly) WriteFenceAtPreLock() bool        { return true }
-func (readOnly) Phase2Fence() contract.FenceLevel { return contract.FenceWrite }
+func (readOnly) WriteFenceAtPreLock() bool { return true }
+func (readOnly) WriteFenceInPhase2() bool  { return true }

@@ -147,10 +147,10 @@ func validateOne(ctx context.Context, src, tgt *store.Store, n, batch int, say f
 			recs = append(recs, store.Record{ID: fmt.Sprintf("m%08d", j), Kind: "message", Version: 1, CreatedAt: at, UpdatedAt: at,
 				Data: fmt.Appendf(nil, `{"author":"u%d","text":"benchmark message %d with some ordinary length of chat text"}`, j%50, j)})
 		}
-		if _, err := src.Import(resource, recs); err != nil {
+		if _, _, err := src.Import(resource, rawImport, false, recs); err != nil {
 			return sz, err
 		}
-		if _, err := tgt.Import(resource, recs); err != nil {
+		if _, _, err := tgt.Import(resource, rawImport, false, recs); err != nil {
 			return sz, err
 		}
 	}

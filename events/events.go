@@ -2,8 +2,6 @@ package events
 
 import (
 	"time"
-
-	"github.com/cutover/cutover/services/contract"
 )
 
 // Event type names.
@@ -13,7 +11,6 @@ const (
 	TypeConverged        = "converged"
 	TypeDropped          = "dropped"
 	TypeHardDeleteLocked = "hard-delete-locked"
-	TypeFenced           = "fenced"
 	TypePageCopied       = "page-copied"
 	TypeRenewed          = "renewed"
 	TypeWriteLocked      = "write-locked"
@@ -59,18 +56,6 @@ type PreLocked struct {
 	// WaitUntil is NotBefore plus the safety buffer: the convergence wait
 	// (line 3) ends no earlier.
 	WaitUntil time.Time `msgpack:"until"`
-	// Previous is the migration that last swapped or released the resource
-	// (the routing document's LastMigrationID), if any: after our swap its
-	// leftover fence at our target is cleared.
-	Previous string `msgpack:"prev,omitempty"`
-	// LastSwap and LastSwapToken are the routing document's last swap when
-	// the pre-lock was taken (kvrouting.Document.LastSwap; issue 14 #2):
-	// the post-swap fence to clear at our target after our swap, and the
-	// record by which that swap's migration, replaying after a lost
-	// Swapped event, recognises its own swap. The token is whole: never
-	// log it.
-	LastSwap      string `msgpack:"ls,omitempty"`
-	LastSwapToken string `msgpack:"lstk,omitempty"`
 }
 
 // Converged records that the convergence wait has elapsed.
@@ -82,33 +67,19 @@ type Dropped struct {
 	Reason string `msgpack:"reason"`
 }
 
-// HardDeleteLocked records the hard-delete lock (Algorithm 1 line 5).
-//
-// The step that escalates also sets the hard-delete fence at every source
-// endpoint when it can, and then records both in this one event (one synced
-// append instead of two; Fenced true, Services the fenced endpoints): the
-// historical copy starts. Fenced false leaves the fence to the next step,
-// which records it with a Fenced event. The escalation of a migration whose
+// HardDeleteLocked records the hard-delete lock (Algorithm 1 line 5): the
+// historical copy starts, of every service in Services (the source's
+// services that own the resource's kind). The source's stores learn the
+// lock from the historical export requests, which carry it as their
+// authority (contract.ExportRequest.Authority): the first one installs it
+// before it issues the sync token. The escalation of a migration whose
 // convergence wait has just elapsed is the same step (no Converged event);
 // ConvergedAt is then the escalation's At.
 type HardDeleteLocked struct {
 	Expiry time.Time `msgpack:"ex"`
-	// At is when the escalation was written (before this event's append);
-	// zero in events written before it existed.
+	// At is when the escalation was written (before this event's append).
 	At       time.Time `msgpack:"at,omitempty"`
-	Fenced   bool      `msgpack:"fenced,omitempty"`
 	Services []string  `msgpack:"svcs,omitempty"`
-}
-
-// Fenced records that every source endpoint holds the fence of Level
-// (DESIGN.md "Two layers of enforcement"); Services lists them.
-type Fenced struct {
-	// Level is the fence level; it encodes as one msgpack uint8, as when it
-	// was a raw uint8 (TestFencedWireBytes).
-	Level    contract.FenceLevel `msgpack:"lvl"`
-	Services []string            `msgpack:"svcs"`
-	// PostSwap marks the fence kept on the old location after the swap.
-	PostSwap bool `msgpack:"post,omitempty"`
 }
 
 // PageCopied checkpoints one historical page exported from the source and
@@ -142,17 +113,13 @@ type Renewed struct {
 }
 
 // WriteLocked records the write lock (Algorithm 1 line 12); Expiry is the
-// Phase 3 abort threshold and is never extended.
-//
-// Like HardDeleteLocked it also records the write fence at every source
-// endpoint when the escalating step could set it (Fenced true): the delta
-// starts. At is when the escalation was written, the start of the
-// write-blocked window (zero in events written before it existed).
+// Phase 3 abort threshold and is never extended. The delta starts: its
+// export requests carry the write lock as the source's authority
+// (exporting), which each installs before it reads. At is when the
+// escalation was written, the start of the write-blocked window.
 type WriteLocked struct {
-	Expiry   time.Time `msgpack:"ex"`
-	At       time.Time `msgpack:"at,omitempty"`
-	Fenced   bool      `msgpack:"fenced,omitempty"`
-	Services []string  `msgpack:"svcs,omitempty"`
+	Expiry time.Time `msgpack:"ex"`
+	At     time.Time `msgpack:"at,omitempty"`
 }
 
 // DeltaCopied checkpoints one delta page (Algorithm 1 line 13).
@@ -178,17 +145,18 @@ type Validated struct {
 //
 // The step that swaps right after a successful validation records the
 // validation here (Validation non-nil) instead of in a Validated event of
-// its own; and when it could also clear the previous migration's post-swap
-// fence, it schedules the cleanup here (CleanupAt non-zero) instead of in a
-// CleanupScheduled event. One synced append for what were three.
+// its own; and when it could also tell both regions their authority at the
+// swap's revision, it schedules the cleanup here (CleanupAt non-zero)
+// instead of in a CleanupScheduled event. One synced append for what were
+// three.
 //
 // When the step that copied the last delta pages also validated and
 // swapped, Swapped checkpoints those pages too (Deltas, applied before the
 // swap): the write-blocked window is then two synced appends long.
 type Swapped struct {
 	// At is when the swap's conditional write returned: the write-blocked
-	// window ends there, whatever the step did after it (the post-swap
-	// fence, the swap-in notice) before it appended this event. Zero in a
+	// window ends there, whatever the step did after it (the regions'
+	// authority) before it appended this event. Zero in a
 	// swap recognised after the fact; the event's time stands in.
 	At         time.Time     `msgpack:"at,omitempty"`
 	Validation *Validated    `msgpack:"val,omitempty"`
@@ -230,8 +198,8 @@ type StepFailed struct {
 	Error string `msgpack:"err"`
 }
 
-// RolledBack records a completed rollback: locks released, fences cleared,
-// target cleaned (Algorithm 1 line 16).
+// RolledBack records a completed rollback: locks released, the source told
+// its authority again, the target cleaned (Algorithm 1 line 16).
 type RolledBack struct {
 	Reason string `msgpack:"reason"`
 	Phase  Phase  `msgpack:"phase"`
@@ -290,16 +258,19 @@ type ForceReleased struct {
 	Reason    string   `msgpack:"reason"`
 }
 
-// FenceForceCleared is the audit event of an operator's clear of a
-// stranded fence (`cutover fence clear`, issue 14 #2), recorded on an
-// admin aggregate of its own.
+// FenceForceCleared is the audit event of an operator's repair of a
+// resource's authority records at a region (`cutover fence clear`),
+// recorded on an admin aggregate of its own.
 type FenceForceCleared struct {
 	Resource string `msgpack:"res"`
 	Region   string `msgpack:"region"`
-	// Services are the services at Region whose fence was cleared.
+	// Services are the services at Region whose record was repaired.
 	Services []string `msgpack:"svcs"`
-	// Token is the cleared fence's token, redacted (the first service's).
-	Token     string   `msgpack:"tok,omitempty"`
+	// Previous is the record replaced (the first service's), and
+	// Repaired the record installed, as the admission table writes them
+	// (contract.Authority.String).
+	Previous  string   `msgpack:"prev,omitempty"`
+	Repaired  string   `msgpack:"auth,omitempty"`
 	Approvers []string `msgpack:"approvers"`
 	Reason    string   `msgpack:"reason"`
 }
@@ -321,9 +292,6 @@ func (Dropped) Type() string { return TypeDropped }
 
 // Type implements Body.
 func (HardDeleteLocked) Type() string { return TypeHardDeleteLocked }
-
-// Type implements Body.
-func (Fenced) Type() string { return TypeFenced }
 
 // Type implements Body.
 func (PageCopied) Type() string { return TypePageCopied }

@@ -2,7 +2,6 @@ package events
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"reflect"
@@ -25,7 +24,6 @@ func sampleBodies() []Body {
 		Converged{},
 		Dropped{Reason: "already at target"},
 		HardDeleteLocked{Expiry: t0},
-		Fenced{Level: 1, Services: []string{"messages"}},
 		PageCopied{Service: "messages", Mode: 1, Cursor: 0, Next: 10, SyncToken: 12, Count: 10, More: true, Dependents: []string{"media/m1"}},
 		Renewed{Expiry: t0},
 		WriteLocked{Expiry: t0},
@@ -46,7 +44,7 @@ func sampleBodies() []Body {
 		TenantStarted{Tenant: "acme", Target: "eu", Resources: []string{"conv/a"}, Concurrency: 1},
 		TenantProgress{Started: "conv/a", StartedID: "x", Partition: 2},
 		ForceReleased{Resource: "conv/c1", Approvers: []string{"a", "b"}, Reason: "stuck"},
-		FenceForceCleared{Resource: "conv/c1", Region: "us", Services: []string{"messages"}, Token: "0123…", Approvers: []string{"a", "b"}, Reason: "stranded"},
+		FenceForceCleared{Resource: "conv/c1", Region: "us", Services: []string{"messages"}, Previous: "exporting@7<1700000000000", Repaired: "primary@9", Approvers: []string{"a", "b"}, Reason: "stranded"},
 	}
 }
 
@@ -174,31 +172,6 @@ func TestLogValueRedactsToken(t *testing.T) {
 	for _, v := range []interface{ LogValue() slog.Value }{&State{Token: tok}, Requested{Token: tok}, Rescheduled{Token: tok}} {
 		if s := v.LogValue().String(); strings.Contains(s, tok) {
 			t.Fatalf("token logged whole: %s", s)
-		}
-	}
-}
-
-// TestFencedWireBytes pins the encoding of Fenced: Level is a fence level
-// and must stay one msgpack uint8 ("lvl": 0xcc NN) whatever its Go type, or
-// events already in MIGRATION_EVENTS stop decoding.
-func TestFencedWireBytes(t *testing.T) {
-	for _, c := range []struct {
-		in   Fenced
-		want string
-	}{
-		{Fenced{Level: 2, Services: []string{"messages"}, PostSwap: true}, "83a36c766ccc02a47376637391a86d65737361676573a4706f7374c3"},
-		{Fenced{Level: 1, Services: []string{"messages"}}, "82a36c766ccc01a47376637391a86d65737361676573"},
-	} {
-		b, err := msgpack.Marshal(c.in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := hex.EncodeToString(b); got != c.want {
-			t.Fatalf("%+v: got %s want %s", c.in, got, c.want)
-		}
-		var out Fenced
-		if err := msgpack.Unmarshal(b, &out); err != nil || !reflect.DeepEqual(out, c.in) {
-			t.Fatalf("%+v: decoded %+v, %v", c.in, out, err)
 		}
 	}
 }

@@ -28,7 +28,6 @@ func init() {
 	register[Converged]()
 	register[Dropped]()
 	register[HardDeleteLocked]()
-	register[Fenced]()
 	register[PageCopied]()
 	register[Renewed]()
 	register[WriteLocked]()

@@ -11,19 +11,17 @@ type Phase string
 
 // Phases, in order. Rollback may follow any phase before PhaseSwapped.
 const (
-	PhaseRequested        Phase = "requested"          // token persisted, pre-lock next
-	PhasePreLocked        Phase = "pre-locked"         // waiting for convergence (line 3)
-	PhaseConverged        Phase = "converged"          // hard-delete lock next (line 5)
-	PhaseHardDeleteLocked Phase = "hard-delete-locked" // hard-delete fence next
-	PhaseHistorical       Phase = "historical-copy"    // pages (lines 6-10)
-	PhaseWriteLocked      Phase = "write-locked"       // write fence next (line 12)
-	PhaseDelta            Phase = "delta-copy"         // delta, then validation (lines 13-14)
-	PhaseValidated        Phase = "validated"          // swap next (line 19)
-	PhaseSwapped          Phase = "swapped"            // post-swap fence, cleanup schedule (line 20)
-	PhaseCleanupScheduled Phase = "cleanup-scheduled"  // completion next
-	PhaseRolledBack       Phase = "rolled-back"        // reschedule or fail next
-	PhaseDone             Phase = "done"               // terminal (see Status)
-	PhaseTenant           Phase = "tenant"             // a tenant fan-out aggregate
+	PhaseRequested        Phase = "requested"         // token persisted, pre-lock next
+	PhasePreLocked        Phase = "pre-locked"        // waiting for convergence (line 3)
+	PhaseConverged        Phase = "converged"         // hard-delete lock next (line 5)
+	PhaseHistorical       Phase = "historical-copy"   // pages (lines 6-10)
+	PhaseDelta            Phase = "delta-copy"        // delta, then validation (lines 13-14)
+	PhaseValidated        Phase = "validated"         // swap next (line 19)
+	PhaseSwapped          Phase = "swapped"           // the regions' authority, cleanup schedule (line 20)
+	PhaseCleanupScheduled Phase = "cleanup-scheduled" // completion next
+	PhaseRolledBack       Phase = "rolled-back"       // reschedule or fail next
+	PhaseDone             Phase = "done"              // terminal (see Status)
+	PhaseTenant           Phase = "tenant"            // a tenant fan-out aggregate
 )
 
 // Status is the coarse outcome of a migration.
@@ -89,16 +87,8 @@ type State struct {
 	Target   string `msgpack:"tgt,omitempty"`
 	Parent   string `msgpack:"parent,omitempty"`
 	Tenant   string `msgpack:"tenant,omitempty"`
-	// Previous is the migration that moved the resource last before this
-	// one (see PreLocked.Previous).
-	Previous string `msgpack:"prev,omitempty"`
-	// PreviousSwap and PreviousSwapToken are the last swap the routing
-	// document recorded at our pre-lock (see PreLocked.LastSwap). The
-	// token is whole: never log it.
-	PreviousSwap      string `msgpack:"pswap,omitempty"`
-	PreviousSwapToken string `msgpack:"pswaptok,omitempty"`
-	Phase             Phase  `msgpack:"phase"`
-	Status            Status `msgpack:"status"`
+	Phase    Phase  `msgpack:"phase"`
+	Status   Status `msgpack:"status"`
 	// Attempt counts from 1; MaxAttempts bounds rescheduling.
 	Attempt     int `msgpack:"attempt"`
 	MaxAttempts int `msgpack:"max"`

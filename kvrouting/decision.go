@@ -3,6 +3,8 @@ package kvrouting
 import (
 	"fmt"
 	"time"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
 // OpClass is the class of a user operation (paper 001 §3.2). The class is
@@ -79,11 +81,13 @@ type Decision struct {
 	Lock Lock
 	// Primary is the resource's authoritative region.
 	Primary string
-	// Revision is the routing revision of the document decided on. A store
-	// lets a write decided on a revision after a post-swap fence's swap
-	// through that fence (contract.Fence.Yields): the resource was moved
-	// back since.
+	// Revision is the routing revision of the document decided on.
 	Revision uint64
+	// Authority is the region's authority by the document decided on
+	// (Document.AuthorityAt): the stamp the request carries to the store,
+	// which joins it into its own record and decides the operation again,
+	// atomically with it (contract.Admit).
+	Authority contract.Authority
 	// RetryAfter is, for a rejection, how long the restriction can last at
 	// most (the lock's remaining lease plus skew). Clients back off far less
 	// than this; it is a bound, not a schedule.
@@ -129,7 +133,7 @@ func WriteLockHint(start, now time.Time, bound time.Duration) time.Duration {
 // authoritative: mutations there are rejected too (single write authority,
 // paper 001 Proposition 3), reads are allowed as for a locked secondary.
 func Decide(doc *Document, region string, op OpClass, now time.Time, skew time.Duration) Decision {
-	d := Decision{Primary: doc.Primary.Region, Revision: doc.Revision}
+	d := Decision{Primary: doc.Primary.Region, Revision: doc.Revision, Authority: doc.AuthorityAt(region, skew)}
 	if op == OpRead {
 		return d // reads are never blocked (paper 001 §3.3)
 	}

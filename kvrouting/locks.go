@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Locker performs the lock lifecycle of paper 000 §4 on routing documents.
@@ -90,6 +92,49 @@ func (l *Locker) Verify(ctx context.Context, res Resource, tok Token, cached *Do
 		return d, err
 	}
 	return d, nil
+}
+
+// Swapped reports whether migration id swapped res under tok, as the
+// routing document records it: cur's LastSwap (cur, a leader read; nil
+// reads one), or else the LastSwap of any revision the bucket still keeps
+// for the key (RoutingConfig.History; each swap rewrites LastSwap and only
+// a swap does). A replaying orchestrator whose swap reply or Swapped event
+// was lost recognises its swap by it, even after later migrations moved
+// the resource on. false for a swap older than the kept history. Errors:
+// ErrUnavailable, and Get's.
+func (l *Locker) Swapped(ctx context.Context, res Resource, id string, tok Token, cur *Document) (bool, error) {
+	if cur == nil {
+		d, err := l.Get(ctx, res)
+		if err != nil {
+			return false, err
+		}
+		cur = d
+	}
+	if cur.SwappedBy(id, tok) {
+		return true, nil
+	}
+	if cur.LastSwap == nil {
+		return false, nil // no swap at all since the document was created
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	hist, err := l.store.kv.History(ctx, res.Key())
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return false, nil
+		}
+		return false, fmt.Errorf("%w: history of %s: %w", ErrUnavailable, res, err)
+	}
+	for _, e := range hist {
+		if e.Operation() != jetstream.KeyValuePut {
+			continue
+		}
+		d, err := DecodeDocument(e.Value(), e.Revision())
+		if err == nil && d.SwappedBy(id, tok) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Register creates the routing document of a new resource at region. If

@@ -69,7 +69,7 @@ const (
 // contractMutations are the migration contract's requests that change a
 // service's state (contractnats.Op*, kept in step by
 // TestPermissionSubjects): cutover.contract.<region>.<service>.<op>.
-var contractMutations = []string{"fence", "unfence", "force-unfence", "cleanup", "import", "grant", "revoke", "reset", "checkpoint"}
+var contractMutations = []string{"authority", "repair", "cleanup", "import", "checkpoint"}
 
 // destructive are the JetStream API requests that alter a stream's content
 // other than by publishing to it.

@@ -178,9 +178,9 @@ func TestSecurePermissions(t *testing.T) {
 		t.Fatalf("reader get: %v", err)
 	}
 	// A token it reads there gives it nothing to act with: it may not
-	// send the contract's mutating requests (a fence clear with the
+	// send the contract's mutating requests (an authority with the
 	// holder's token, say) nor publish pages; read-only requests pass.
-	for _, subj := range []string{"cutover.contract.us-east.messages.unfence", "cutover.contract.us-east.messages.fence",
+	for _, subj := range []string{"cutover.contract.us-east.messages.authority", "cutover.contract.us-east.messages.repair",
 		"cutover.contract.us-east.messages.cleanup", "cutover.contract.us-east.messages.import", "cutover.pages.m1.messages"} {
 		if err := r.nc.Publish(subj, []byte("x")); err != nil {
 			t.Fatal(err)

@@ -57,8 +57,8 @@ func TestStartRefusesWhatNothingServes(t *testing.T) {
 			t.Fatalf("%s → %s: routing revision %d → %d, primary %+v: a refused start wrote it", c.res, c.target, rev, doc.Revision, doc.Primary)
 		}
 		for _, svc := range testServices {
-			if fe, err := e.stores["us"][svc].GetFence(c.res); err != nil || fe.Level != contract.FenceNone {
-				t.Fatalf("%s: fence %v %v after a refused start", svc, fe.Level, err)
+			if a := e.authority("us", svc, c.res); a != (contract.Authority{}) {
+				t.Fatalf("%s: authority %s after a refused start", svc, a)
 			}
 		}
 	}

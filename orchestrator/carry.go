@@ -1,28 +1,28 @@
 package orchestrator
 
 import (
-	"context"
 	"sync"
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/services/contract"
 )
 
-// The first delta page rides in the request that sets the write fence
-// (issue 16 #5; contract.FenceExporter): the escalation's step asks every
-// source service to fence and then export its first delta page inline, and
-// the delta step that follows imports those pages instead of asking the
-// source again. With the source in another region than the orchestrators,
-// Phase 3 then reaches it once instead of twice.
+// The first delta page rides in the request that installs the write fence:
+// the step that takes the write lock asks every source service for its
+// first delta page, inline, stamped with the write lock (exporting), which
+// the service installs before it reads; the delta step that follows
+// imports those pages instead of asking the source again. With the source
+// in another region than the orchestrators, Phase 3 then reaches it once
+// instead of twice.
 //
 // The pages are kept in memory between the two steps (the step that
 // escalates and the delta step run one after the other in the same
 // delivery, usually on the same worker). They are only an optimisation:
-// a page exported after the write fence was set is final while the fence
-// holds (no write reaches the source), so it equals what the delta step
-// would export at the same position. A page missing — another worker took
-// the delta step, the process restarted, the server cannot export in a
-// fence request — is exported by the delta step as before. A carried page
+// a page exported after the write fence was installed is final while the
+// fence holds (no write reaches the source), so it equals what the delta
+// step would export at the same position. A page missing — another worker
+// took the delta step, the process restarted, the export failed — is
+// exported by the delta step. A carried page
 // is used once, for its own attempt (token) and position.
 
 // carriedPages are the first delta pages of one attempt, by service.
@@ -85,15 +85,4 @@ func carried(st *events.State, service string, req contract.ExportRequest) (Page
 func (w *Worker) deltaRequest(st *events.State, p events.ServiceProgress) contract.ExportRequest {
 	return contract.ExportRequest{Resource: st.Resource, Mode: contract.Delta, SyncToken: p.SyncToken, Cursor: p.DeltaCursor,
 		Limit: w.cfg.PageLimit, Attempt: uint32(max(st.Attempt, 0)), Inline: true}
-}
-
-// setFence sets f at ep, and with an export request also exports that
-// page in the same request where ep can (contract.FenceExporter); the page
-// comes back with ok.
-func setFence(ctx context.Context, st *events.State, ep Endpoint, f contract.Fence, exp *contract.ExportRequest) (pi PageInfo, ok bool, err error) {
-	fe, can := ep.(contract.FenceExporter)
-	if exp == nil || !can {
-		return PageInfo{}, false, ep.SetFence(ctx, st.Resource, f)
-	}
-	return fe.FenceAndExport(ctx, st.ID, st.Resource, f, *exp)
 }

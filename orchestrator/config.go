@@ -180,11 +180,6 @@ func (c *Config) Validate() error {
 	if c.Convergence != ConvergenceFence && c.Convergence != ConvergenceTTL {
 		return fmt.Errorf("%w: convergence %q: want %q or %q", ErrInvalid, c.Convergence, ConvergenceFence, ConvergenceTTL)
 	}
-	if lease := c.Locker.Config().SecondaryLease; c.CleanupWindow > lease {
-		// The old location is cleaned up while its post-swap fence (the
-		// secondary lease) still holds: no stale write lands there unfenced.
-		return fmt.Errorf("%w: cleanup window %s longer than the secondary lease %s", ErrInvalid, c.CleanupWindow, lease)
-	}
 	for name, d := range map[string]time.Duration{"convergence buffer": c.ConvergenceBuffer, "replication bound": c.ReplicationBound,
 		"renew margin": c.RenewMargin, "validation budget": c.ValidationBudget, "ack wait": c.AckWait, "step timeout": c.StepTimeout} {
 		if d < 0 {

@@ -47,14 +47,6 @@ type copiedPage struct {
 	pi  PageInfo
 }
 
-// sealed is a service's copy sealed at the target (contract.ApplyImport):
-// the target's digests after its grant was revoked, and whether the seal
-// found the grant no longer in force (Refused).
-type sealed struct {
-	digests []contract.SliceDigest
-	refused bool
-}
-
 // copyRun copies up to w.cfg.PagesPerStep consecutive pages of one service,
 // starting at req. Exports (a read of the source store and a synced
 // publish) run ahead of the imports by up to two pages while the target
@@ -64,40 +56,28 @@ type sealed struct {
 // before it stand (the next step resumes after them). No new export starts
 // once pageRunBudget has passed, so a run never holds a step for long.
 //
-// Every import carries the attempt's grant (PageInfo.GrantUntil): granting
-// and importing are one request, not two round trips; only the attempt's
-// first historical run grants on its own, before it resets the target.
+// Every request is stamped by d, the document the step holds: the exports
+// with the source's authority (installed before the export reads: the
+// tombstoning primary of Phase 2, whose first page issues the sync token;
+// the exporting store of Phase 3), the imports with the target's
+// (importing). The attempt's first historical page resets the target
+// (ImportRequest.Reset): a target that still holds an older copy (a move
+// back within the cleanup window) keeps nothing the source no longer has.
 //
-// A delta run (Phase 3, the source write-fenced) asks for its pages inline
+// A delta run (Phase 3, the source exporting) asks for its pages inline
 // (ExportRequest.Inline: the import request carries them, one cross-region
-// round trip a page instead of two) and, with seal, seals the service's
-// copy at the target in the request that imports its last page, or in a
-// request of its own when that page is empty (contract.ApplyImport; the
-// digests come back in the reply). An import refused because the attempt's
-// token is retired (an earlier seal of this attempt whose step was lost)
-// seals at once: what the target holds is then for validation to judge.
-func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, req contract.ExportRequest, seal bool) ([]copiedPage, *sealed, error) {
+// round trip a page instead of two) and the import of the service's last
+// page asks for the target's digests (ImportRequest.Digests; a request
+// without a page when that page is empty): validation compares them with
+// the source's, and the target is reached once in Phase 3.
+func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Document, service string, req contract.ExportRequest) ([]copiedPage, []contract.SliceDigest, error) {
 	src, tgt, err := w.endpointPair(ctx, st, service)
 	if err != nil {
 		return nil, nil, err
 	}
-	_, gated := tgt.(contract.ImportGate)
-	gated = gated && st.Token != ""
-	grantUntil := w.cfg.Clock().Add(w.cfg.Locker.Config().HardDeleteLease)
-	if gated && req.Mode == contract.Historical && req.Cursor == 0 && req.SyncToken == 0 {
-		// The attempt's first page: the target may still hold an older copy
-		// (a move back within the cleanup window) with records the source
-		// no longer has; the copy starts from an empty target (issue 14
-		// #16), under a grant of its own. A redelivered first run resets
-		// again: nothing of it was recorded, and it re-exports from the
-		// start.
-		if _, err := w.grantImport(ctx, st, tgt); err != nil {
-			return nil, nil, err
-		}
-		if _, err := tgt.(contract.ImportGate).ResetForCopy(ctx, st.Resource, st.Token); err != nil {
-			return nil, nil, fmt.Errorf("reset %s at %s: %w", service, st.Target, err)
-		}
-	}
+	req.Authority = w.authorityAt(st, d, st.Source)
+	into := w.authorityAt(st, d, st.Target)
+	reset := req.Mode == contract.Historical && req.Cursor == 0 && req.SyncToken == 0
 	if req.Mode == contract.Delta {
 		req.Inline = true
 	}
@@ -116,7 +96,7 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, 
 			if n > 0 && time.Since(start) >= pageRunBudget {
 				return
 			}
-			pi, ok := carried(st, service, r) // exported by the write fence's request (carry.go)
+			pi, ok := carried(st, service, r) // exported by the write lock's step (carry.go)
 			var err error
 			if !ok {
 				pi, err = src.Export(ctx, st.ID, r)
@@ -140,32 +120,20 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, 
 		if e.err != nil {
 			return out, nil, fmt.Errorf("export %s: %w", service, e.err)
 		}
-		last := seal && !e.pi.More
-		if e.pi.Count > 0 || last {
-			e.pi.Resource = st.Resource
-			if gated {
-				e.pi.Grant, e.pi.GrantUntil = st.Token, grantUntil
+		last := e.req.Mode == contract.Delta && !e.pi.More
+		if e.pi.Count > 0 || last || reset {
+			e.pi.Resource, e.pi.Authority, e.pi.Reset, e.pi.Digests = st.Resource, into, reset, last
+			if e.pi.Count == 0 {
+				e.pi.Seq, e.pi.Page = 0, nil
 			}
-			e.pi.Seal = last
-			r, err := w.importPage(ctx, st, tgt, e.pi)
-			if err != nil && seal && contract.AsError(err).Code == contract.CodeConflict {
-				s, serr := w.sealAt(ctx, st, tgt)
-				if serr != nil {
-					return out, nil, serr
-				}
-				s.refused = true
-				return out, s, nil
-			}
+			r, err := tgt.Import(ctx, st.ID, e.pi)
 			if err != nil {
 				return out, nil, fmt.Errorf("import %s: %w", service, err)
 			}
+			reset = false
 			if last {
-				s, err := w.sealedBy(ctx, st, tgt, r)
-				if err != nil {
-					return out, nil, err
-				}
 				out = append(out, copiedPage{e.req, e.pi})
-				return out, s, nil
+				return out, nonNil(r.Digests), nil
 			}
 		}
 		out = append(out, copiedPage{e.req, e.pi})
@@ -173,36 +141,30 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, service string, 
 	return out, nil, nil
 }
 
-// importPage imports pi at tgt. A transport that predates grants in import
-// requests refuses a page whose grant it did not record (CodeConflict): the
-// page is then granted on its own and imported once more, and a retired
-// token stays refused by the grant.
-func (w *Worker) importPage(ctx context.Context, st *events.State, tgt Endpoint, pi PageInfo) (contract.ImportResult, error) {
-	r, err := tgt.Import(ctx, st.ID, pi)
-	if err == nil || pi.GrantUntil.IsZero() || pi.Seal || contract.AsError(err).Code != contract.CodeConflict {
-		return r, err
+// nonNil returns d, or an empty non-nil slice: "digests read, none" differs
+// from "not read".
+func nonNil(d []contract.SliceDigest) []contract.SliceDigest {
+	if d == nil {
+		return []contract.SliceDigest{}
 	}
-	if _, gerr := w.grantImport(ctx, st, tgt); gerr != nil {
-		return r, gerr
-	}
-	return tgt.Import(ctx, st.ID, pi)
+	return d
 }
 
 // pageRunBudget is how long a copy run keeps starting pages.
 const pageRunBudget = 500 * time.Millisecond
 
-// copyPages copies a run of pages of every pending service concurrently and
-// checkpoints them in one event (one synced append instead of one per page
-// and service; still one checkpoint entry per page, Algorithm 1 lines 8 and
-// 13). Pages that failed are not recorded: their services retry in the
-// next step; only when no page at all was copied does the step count a
-// transient failure. With seal (delta runs of Phase 3), the services whose
-// copy a run sealed at the target come back in seals.
-func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.ExportMode, pending []events.ServiceProgress, seal bool) (o outcome, seals map[string]sealed) {
+// copyPages copies a run of pages of every pending service concurrently,
+// stamped by d (copyRun), and checkpoints them in one event (one synced
+// append instead of one per page and service; still one checkpoint entry
+// per page, Algorithm 1 lines 8 and 13). Pages that failed are not
+// recorded: their services retry in the next step; only when no page at
+// all was copied does the step count a transient failure. The target
+// digests that delta runs read with their last page come back by service.
+func (w *Worker) copyPages(ctx context.Context, st *events.State, d *kvrouting.Document, mode contract.ExportMode, pending []events.ServiceProgress) (o outcome, digests map[string][]contract.SliceDigest) {
 	type result struct {
-		pages []copiedPage
-		seal  *sealed
-		err   error
+		pages   []copiedPage
+		digests []contract.SliceDigest
+		err     error
 	}
 	rs := make([]result, len(pending))
 	var wg sync.WaitGroup
@@ -211,7 +173,7 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.
 		if mode == contract.Delta {
 			req = w.deltaRequest(st, p)
 		}
-		wg.Go(func() { rs[i].pages, rs[i].seal, rs[i].err = w.copyRun(ctx, st, p.Service, req, seal) })
+		wg.Go(func() { rs[i].pages, rs[i].digests, rs[i].err = w.copyRun(ctx, st, d, p.Service, req) })
 	}
 	wg.Wait()
 	var (
@@ -227,11 +189,11 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.
 			}
 		}
 		svc := pending[i].Service
-		if r.seal != nil {
-			if seals == nil {
-				seals = map[string]sealed{}
+		if r.digests != nil {
+			if digests == nil {
+				digests = map[string][]contract.SliceDigest{}
 			}
-			seals[svc] = *r.seal
+			digests[svc] = r.digests
 		}
 		for _, c := range r.pages {
 			pi := c.pi
@@ -245,16 +207,13 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, mode contract.
 	}
 	switch {
 	case len(hist) == 1:
-		return outcome{body: hist[0]}, seals
+		return outcome{body: hist[0]}, digests
 	case len(hist) > 1:
-		return outcome{body: events.PagesCopied{Pages: hist}}, seals
+		return outcome{body: events.PagesCopied{Pages: hist}}, digests
 	case len(delta) == 1:
-		return outcome{body: delta[0]}, seals
+		return outcome{body: delta[0]}, digests
 	case len(delta) > 1:
-		return outcome{body: events.DeltasCopied{Pages: delta}}, seals
+		return outcome{body: events.DeltasCopied{Pages: delta}}, digests
 	}
-	if len(seals) > 0 && first == nil {
-		return outcome{}, seals // sealed, nothing new to record: validation decides
-	}
-	return w.transient(st, first), seals
+	return w.transient(st, first), digests
 }

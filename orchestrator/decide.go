@@ -22,9 +22,7 @@ const (
 	actPreLock                              // Phase 1, line 2
 	actAwaitConvergence                     // line 3, then line 5
 	actEscalateHardDelete                   // Phase 2, line 5 (the wait's step did not)
-	actFenceHardDelete                      // the hard-delete fence the escalation's step did not set
 	actHistorical                           // lines 6–10, then line 12
-	actFenceWrite                           // Phase 3: the write fence the escalation's step did not set
 	actDelta                                // line 13, then lines 14–19
 	actSwap                                 // Phase 4, line 19, after a validation recorded on its own
 	actScheduleCleanup                      // line 20, after a swap that could not schedule it
@@ -35,8 +33,8 @@ const (
 var actionNames = [...]string{
 	actFail: "fail", actAck: "ack", actTenant: "tenant", actCleanSource: "clean-source",
 	actRollback: "rollback", actPreLock: "pre-lock", actAwaitConvergence: "await-convergence",
-	actEscalateHardDelete: "escalate-hard-delete", actFenceHardDelete: "fence-hard-delete",
-	actHistorical: "historical", actFenceWrite: "fence-write", actDelta: "delta", actSwap: "swap",
+	actEscalateHardDelete: "escalate-hard-delete",
+	actHistorical:         "historical", actDelta: "delta", actSwap: "swap",
 	actScheduleCleanup: "schedule-cleanup", actComplete: "complete", actReschedule: "reschedule",
 }
 
@@ -105,15 +103,8 @@ func nextAction(st *events.State, now time.Time, lim limits) decision {
 		return act(actAwaitConvergence)
 	case events.PhaseConverged: // logs written before the escalation joined the wait's step
 		return act(actEscalateHardDelete)
-	case events.PhaseHardDeleteLocked:
-		return act(actFenceHardDelete)
 	case events.PhaseHistorical:
 		return act(actHistorical)
-	case events.PhaseWriteLocked:
-		if writeLockExpired(st, now, lim.skew) {
-			return rollback("write lock expired")
-		}
-		return act(actFenceWrite)
 	case events.PhaseDelta:
 		if writeLockExpired(st, now, lim.skew) {
 			return rollback("write lock expired")
@@ -147,7 +138,7 @@ func beforeSwap(p events.Phase) bool {
 // (Phase 3: writes at the resource are refused until the swap).
 func writeLocked(p events.Phase) bool {
 	switch p {
-	case events.PhaseWriteLocked, events.PhaseDelta, events.PhaseValidated:
+	case events.PhaseDelta, events.PhaseValidated:
 		return true
 	}
 	return false

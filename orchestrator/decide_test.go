@@ -61,7 +61,7 @@ func TestNextActionTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []events.Phase{events.PhaseRequested, events.PhasePreLocked, events.PhaseConverged,
-		events.PhaseHardDeleteLocked, events.PhaseHistorical, events.PhaseWriteLocked, events.PhaseDelta,
+		events.PhaseHistorical, events.PhaseDelta,
 		events.PhaseValidated, events.PhaseSwapped, events.PhaseCleanupScheduled, events.PhaseRolledBack,
 		events.PhaseDone, events.PhaseTenant} {
 		if !covered[p] {

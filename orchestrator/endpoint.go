@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/cutover/cutover/services/contract"
 )
@@ -86,77 +85,28 @@ func (e localEndpoint) Export(ctx context.Context, _ string, req contract.Export
 		More: pg.More, Count: len(pg.Records), Dependents: pg.Dependents, Page: &pg}, nil
 }
 
-// Import applies the page with contract.ApplyImport: the grant, the page
-// and the seal PageInfo asks for, in that order.
+func (e localEndpoint) Authorize(ctx context.Context, res string, a contract.Authority) (contract.Authority, error) {
+	return e.p.Authorize(ctx, res, a)
+}
+
+// Import carries the import request out at the participant.
 func (e localEndpoint) Import(ctx context.Context, _ string, page PageInfo) (contract.ImportResult, error) {
-	if page.Page == nil && !page.Seal {
+	if page.Seq != 0 && page.Page == nil {
 		return contract.ImportResult{}, fmt.Errorf("%w: in-process import needs the page itself", ErrInvalid)
 	}
-	r := contract.ImportRequest{Resource: page.Resource, Page: page.Page, Grant: page.Grant, GrantUntil: page.GrantUntil, Seal: page.Seal}
+	r := contract.ImportRequest{Resource: page.Resource, Authority: page.Authority, Reset: page.Reset, Page: page.Page, Digests: page.Digests}
 	if r.Resource == "" && page.Page != nil {
 		r.Resource = page.Page.Resource
 	}
-	return contract.ApplyImport(ctx, e.p, r)
+	return e.p.Import(ctx, r)
 }
 
-var _ contract.ImportGate = localEndpoint{}
-
-// GrantImport implements contract.ImportGate when the participant does; a
-// participant without grants imports ungated (nil).
-func (e localEndpoint) GrantImport(ctx context.Context, res, token string, expiry time.Time) error {
-	if g, ok := e.p.(contract.ImportGate); ok {
-		return g.GrantImport(ctx, res, token, expiry)
-	}
-	return nil
+func (e localEndpoint) Digests(ctx context.Context, res string, a contract.Authority) ([]contract.SliceDigest, error) {
+	return e.p.Digests(ctx, res, a)
 }
 
-// ResetForCopy implements contract.ImportGate when the participant does.
-func (e localEndpoint) ResetForCopy(ctx context.Context, res, token string) (int, error) {
-	if g, ok := e.p.(contract.ImportGate); ok {
-		return g.ResetForCopy(ctx, res, token)
-	}
-	return 0, nil
-}
-
-// RevokeImport implements contract.ImportGate when the participant does.
-func (e localEndpoint) RevokeImport(ctx context.Context, res, token string) error {
-	if g, ok := e.p.(contract.ImportGate); ok {
-		return g.RevokeImport(ctx, res, token)
-	}
-	return nil
-}
-
-func (e localEndpoint) Digests(ctx context.Context, res string) ([]contract.SliceDigest, error) {
-	return e.p.Digests(ctx, res)
-}
-
-func (e localEndpoint) SetFence(ctx context.Context, res string, f contract.Fence) error {
-	return e.p.SetFence(ctx, res, f)
-}
-
-var _ contract.FenceExporter = localEndpoint{}
-
-// FenceAndExport sets the fence, then exports (contract.FenceExporter).
-func (e localEndpoint) FenceAndExport(ctx context.Context, id, res string, f contract.Fence, req contract.ExportRequest) (PageInfo, bool, error) {
-	if req.Resource != res {
-		return PageInfo{}, false, fmt.Errorf("%w: fence of %q exporting %q", ErrInvalid, res, req.Resource)
-	}
-	if err := e.p.SetFence(ctx, res, f); err != nil {
-		return PageInfo{}, false, err
-	}
-	pi, err := e.Export(ctx, id, req)
-	if err != nil {
-		return PageInfo{}, false, nil // the fence is set; the caller exports on its own
-	}
-	return pi, true, nil
-}
-
-func (e localEndpoint) ClearFence(ctx context.Context, res, tok string) error {
-	return e.p.ClearFence(ctx, res, tok)
-}
-
-func (e localEndpoint) Cleanup(ctx context.Context, res string) (int, error) {
-	return e.p.Cleanup(ctx, res)
+func (e localEndpoint) Cleanup(ctx context.Context, res string, a contract.Authority) (int, error) {
+	return e.p.Cleanup(ctx, res, a)
 }
 
 // onEach calls fn for every endpoint at once and returns the first error

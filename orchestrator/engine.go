@@ -170,13 +170,9 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 	case actAwaitConvergence: // line 3, then line 5
 		return w.awaitConvergence(ctx, st, res, now)
 	case actEscalateHardDelete: // Phase 2: line 5
-		return w.escalateHardDeleteAndFence(ctx, st, res, now)
-	case actFenceHardDelete: // line 5's fence
-		return w.fenceHardDelete(ctx, st, res)
+		return w.escalateHardDelete(ctx, st, res, now)
 	case actHistorical: // lines 6–10, then Phase 3: line 12
 		return w.historical(ctx, st, res, now)
-	case actFenceWrite: // line 12's fence
-		return w.fenceWrite(ctx, st, res)
 	case actDelta: // line 13, then lines 14–19
 		return w.delta(ctx, st, res)
 	case actSwap: // Phase 4: line 19

@@ -86,11 +86,34 @@ func mustEnv(tb testing.TB, lockMod ...func(*kvrouting.LockConfig)) *env {
 	return e
 }
 
-// participant is the contract of svc at region over its store, its
-// cleanup guarded by the routing bucket (services.RoutingCleanupGuard).
+// addRegion gives the test world another region with a store per service.
+func (e *env) addRegion(region string) {
+	e.t.Helper()
+	e.stores[region] = map[string]*store.Store{}
+	for _, svc := range testServices {
+		st, err := store.Open(store.Options{FS: vfs.NewMem(), SliceWidth: time.Minute})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Cleanup(func() { _ = st.Close() })
+		e.stores[region][svc] = st
+		e.dir.Add(region, e.participant(region, svc))
+	}
+}
+
+// participant is the contract of svc at region over its store.
 func (e *env) participant(region, svc string) *services.StoreParticipant {
-	return services.NewStoreParticipant(svc, e.stores[region][svc],
-		services.StoreParticipantOptions{KeepOnCleanup: services.RoutingCleanupGuard(e.locker, region)})
+	return services.NewStoreParticipant(svc, e.stores[region][svc], services.StoreParticipantOptions{})
+}
+
+// authority returns what svc's store at region holds for res.
+func (e *env) authority(region, svc, res string) contract.Authority {
+	e.t.Helper()
+	a, err := e.stores[region][svc].Authority(res)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
 }
 
 func (e *env) config() Config {
@@ -211,7 +234,8 @@ func (e *env) doc(res string) *kvrouting.Document {
 }
 
 // assertMigrated checks data equality, routing at target without a lock,
-// and the old location locked secondary and write-fenced.
+// the old location a locked secondary in routing and a secondary in its
+// stores, the new one the primary in its stores.
 func (e *env) assertMigrated(res string) {
 	e.t.Helper()
 	for _, svc := range testServices {
@@ -226,12 +250,16 @@ func (e *env) assertMigrated(res string) {
 		if len(s) == 0 || fmt.Sprint(s) != fmt.Sprint(d) {
 			e.t.Fatalf("%s %s digests differ: us %v eu %v", res, svc, s, d)
 		}
-		f, err := e.stores["us"][svc].GetFence(res)
-		if err != nil || f.Level != store.FenceWrite {
-			e.t.Fatalf("%s %s source fence %v %v, want write", res, svc, f.Level, err)
-		}
 	}
 	doc := e.doc(res)
+	for _, svc := range testServices {
+		if a := e.authority("us", svc, res); a.RoleOf() != contract.RoleSecondary || a.Rev > doc.Revision {
+			e.t.Fatalf("%s %s: the old source holds %s", res, svc, a)
+		}
+		if a := e.authority("eu", svc, res); a.RoleOf() != contract.RolePrimary {
+			e.t.Fatalf("%s %s: the new primary holds %s", res, svc, a)
+		}
+	}
 	if doc.Primary.Region != "eu" || !doc.Primary.Lock.IsZero() {
 		e.t.Fatalf("routing: primary %+v", doc.Primary)
 	}
@@ -260,47 +288,35 @@ func assertFold(tb testing.TB, h []*events.Envelope) {
 // fields).
 type flaky struct {
 	contract.Participant
-	mu       sync.Mutex
-	onExport func(req contract.ExportRequest) error
-	onImport func(p *contract.Page) error
-	onFence  func(f contract.Fence) error
-	onClear  func(token string) error
+	mu          sync.Mutex
+	onExport    func(req contract.ExportRequest) error
+	onImport    func(req *contract.ImportRequest) error
+	onAuthorize func(a contract.Authority) error
+	onCleanup   func(a contract.Authority) error
 }
 
-func (f *flaky) SetFence(ctx context.Context, resource string, fe contract.Fence) error {
+func (f *flaky) Authorize(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
 	f.mu.Lock()
-	hook := f.onFence
+	hook := f.onAuthorize
 	f.mu.Unlock()
 	if hook != nil {
-		if err := hook(fe); err != nil {
-			return err
+		if err := hook(a); err != nil {
+			return contract.Authority{}, err
 		}
 	}
-	return f.Participant.SetFence(ctx, resource, fe)
+	return f.Participant.Authorize(ctx, resource, a)
 }
 
-func (f *flaky) ClearFence(ctx context.Context, resource, token string) error {
+func (f *flaky) Cleanup(ctx context.Context, resource string, a contract.Authority) (int, error) {
 	f.mu.Lock()
-	hook := f.onClear
+	hook := f.onCleanup
 	f.mu.Unlock()
 	if hook != nil {
-		if err := hook(token); err != nil {
-			return err
+		if err := hook(a); err != nil {
+			return 0, err
 		}
 	}
-	return f.Participant.ClearFence(ctx, resource, token)
-}
-
-func (f *flaky) GrantImport(ctx context.Context, resource, token string, expiry time.Time) error {
-	return f.Participant.(contract.ImportGate).GrantImport(ctx, resource, token, expiry)
-}
-
-func (f *flaky) ResetForCopy(ctx context.Context, resource, token string) (int, error) {
-	return f.Participant.(contract.ImportGate).ResetForCopy(ctx, resource, token)
-}
-
-func (f *flaky) RevokeImport(ctx context.Context, resource, token string) error {
-	return f.Participant.(contract.ImportGate).RevokeImport(ctx, resource, token)
+	return f.Participant.Cleanup(ctx, resource, a)
 }
 
 func (f *flaky) Export(ctx context.Context, req contract.ExportRequest) (contract.Page, error) {
@@ -315,14 +331,14 @@ func (f *flaky) Export(ctx context.Context, req contract.ExportRequest) (contrac
 	return f.Participant.Export(ctx, req)
 }
 
-func (f *flaky) Import(ctx context.Context, p contract.Page) (contract.ImportResult, error) {
+func (f *flaky) Import(ctx context.Context, req contract.ImportRequest) (contract.ImportResult, error) {
 	f.mu.Lock()
 	hook := f.onImport
 	f.mu.Unlock()
 	if hook != nil {
-		if err := hook(&p); err != nil {
+		if err := hook(&req); err != nil {
 			return contract.ImportResult{}, err
 		}
 	}
-	return f.Participant.Import(ctx, p)
+	return f.Participant.Import(ctx, req)
 }

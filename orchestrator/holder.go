@@ -72,15 +72,18 @@ func (w *Worker) remember(st *events.State, d *kvrouting.Document) {
 	c.mu.docs[st.ID] = d
 }
 
-// verify checks, before a call that acts under the lock (a fence, an export
-// page, an import, a validation), that this migration still holds it. With
-// the holder's cached document that is free; without it (WithoutHolderCache,
-// or after a restart) it is one leader read, which is then cached. bad
-// reports a lost or expired lock (the outcome rolls back) or a read error.
-func (w *Worker) verify(ctx context.Context, st *events.State, res kvrouting.Resource) (outcome, bool) {
+// verify checks, before a call that acts under the lock (an export page, an
+// import, a validation), that this migration still holds it, and returns
+// the document it holds: the participants' authorities are stamped by it
+// (authorityAt). With the holder's cached document that is free; without it
+// (WithoutHolderCache, or after a restart) it is one leader read, which is
+// then cached. bad reports a lost or expired lock (the outcome rolls back)
+// or a read error.
+func (w *Worker) verify(ctx context.Context, st *events.State, res kvrouting.Resource) (*kvrouting.Document, outcome, bool) {
 	d, err := w.cfg.Locker.Verify(ctx, res, kvrouting.Token(st.Token), w.cached(st))
 	if err == nil {
 		w.remember(st, d)
 	}
-	return w.lockErr(ctx, st, res, err)
+	o, bad := w.lockErr(ctx, st, res, err)
+	return d, o, bad
 }

@@ -12,32 +12,39 @@ import (
 	"github.com/cutover/cutover/services/store"
 )
 
-// captureImports records a copy of every page imported at region's svc, as
-// a delayed import (a redelivered step on a second worker, a request held in
-// a reconnect buffer or queued behind a server's slots) would deliver it.
-func (e *env) captureImports(region, svc string) func() []contract.Page {
+// captureImports records a copy of every import request with a page made
+// at region's svc, as a delayed import (a redelivered step on a second
+// worker, a request held in a reconnect buffer or queued behind a server's
+// slots) would deliver it.
+func (e *env) captureImports(region, svc string) func() []contract.ImportRequest {
 	f := e.wrap(region, svc)
 	var mu sync.Mutex
-	var pages []contract.Page
-	f.onImport = func(p *contract.Page) error {
+	var reqs []contract.ImportRequest
+	f.onImport = func(r *contract.ImportRequest) error {
+		if r.Page == nil || len(r.Page.Records) == 0 {
+			return nil
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		c := *p
-		c.Records = append([]contract.Record(nil), p.Records...)
-		pages = append(pages, c)
+		c := *r
+		pg := *r.Page
+		pg.Records = append([]contract.Record(nil), r.Page.Records...)
+		c.Page = &pg
+		reqs = append(reqs, c)
 		return nil
 	}
-	return func() []contract.Page {
+	return func() []contract.ImportRequest {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]contract.Page(nil), pages...)
+		return append([]contract.ImportRequest(nil), reqs...)
 	}
 }
 
-// TestLateImportAfterSwapChangesNothing is issue 14 #1: W1's import of a
-// page is delayed; the migration validates and swaps; a user deletes a
-// reaction at the new primary (a physical delete: no fence there); W1's
-// import lands. It must change nothing: the reaction stays deleted.
+// TestLateImportAfterSwapChangesNothing: W1's import of a page is delayed;
+// the migration validates and swaps; a user deletes a reaction at the new
+// primary (a physical delete); W1's import lands. It must change nothing:
+// the reaction stays deleted (its stamp is older than the swap's authority
+// the new primary holds).
 func TestLateImportAfterSwapChangesNothing(t *testing.T) {
 	e := mustEnv(t)
 	e.seed("conv/late", 10)
@@ -49,14 +56,14 @@ func TestLateImportAfterSwapChangesNothing(t *testing.T) {
 		t.Fatal("no reactions page was imported")
 	}
 	eu := e.stores["eu"]["reactions"]
-	victim := got[0].Records[0].ID
+	victim := got[0].Page.Records[0].ID
 	if res, err := eu.Delete("conv/late", victim); err != nil || res.Tombstoned {
 		t.Fatalf("delete at the new primary: %+v %v (want a physical delete)", res, err)
 	}
-	for _, p := range got {
-		_, err := e.participant("eu", "reactions").Import(context.Background(), p)
+	for _, r := range got {
+		_, err := e.participant("eu", "reactions").Import(context.Background(), r)
 		if err == nil {
-			t.Fatalf("a late import of page %d after the swap was accepted", p.Cursor)
+			t.Fatalf("a late import of page %d after the swap was accepted", r.Page.Cursor)
 		}
 		if c := contract.AsError(err).Code; c != contract.CodeConflict {
 			t.Fatalf("late import: %v (code %s), want conflict", err, c)
@@ -76,9 +83,11 @@ func TestLateImportAfterRollbackLeavesNothing(t *testing.T) {
 	pages := e.captureImports("eu", "reactions")
 	// Validation fails on every attempt: a record is lost at the target.
 	f := e.wrap("eu", "messages")
-	f.onImport = func(p *contract.Page) error {
-		if len(p.Records) > 0 {
-			p.Records = p.Records[1:]
+	f.onImport = func(r *contract.ImportRequest) error {
+		if r.Page != nil && len(r.Page.Records) > 0 {
+			pg := *r.Page
+			pg.Records = pg.Records[1:]
+			r.Page = &pg
 		}
 		return nil
 	}
@@ -93,8 +102,8 @@ func TestLateImportAfterRollbackLeavesNothing(t *testing.T) {
 		t.Fatalf("status %s: %s", st.Status, st.Reason)
 	}
 	eu := e.stores["eu"]["reactions"]
-	for _, p := range pages() {
-		if _, err := e.participant("eu", "reactions").Import(context.Background(), p); err == nil {
+	for _, r := range pages() {
+		if _, err := e.participant("eu", "reactions").Import(context.Background(), r); err == nil {
 			t.Fatal("a late import after the rollback was accepted")
 		}
 	}

@@ -121,7 +121,10 @@ func TestHangingParticipantRollsBack(t *testing.T) {
 	e := mustEnv(t)
 	e.seed("conv/hang", 5)
 	f := e.wrap("eu", "messages")
-	f.onImport = func(*contract.Page) error { time.Sleep(400 * time.Millisecond); return context.DeadlineExceeded }
+	f.onImport = func(*contract.ImportRequest) error {
+		time.Sleep(400 * time.Millisecond)
+		return context.DeadlineExceeded
+	}
 	cfg := e.config()
 	cfg.StepTimeout, cfg.MaxAttempts = 300*time.Millisecond, 1
 	e.startWorker(cfg)

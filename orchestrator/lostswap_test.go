@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -110,8 +111,9 @@ func (ls *lostSwap) assertRecognised(t *testing.T, id1 string) {
 	assertFold(t, h)
 }
 
-// assertPrimaryUnfenced checks that res is at us with no lock, that no
-// fence is active at us (the primary) and that users can write there.
+// assertPrimaryUnfenced checks that res is at us with no lock, that the
+// stores at us (the primary) hold the primary's authority and that users
+// can write there.
 func (ls *lostSwap) assertPrimaryUnfenced(t *testing.T) {
 	t.Helper()
 	if doc := ls.e.doc(ls.res); doc.Primary.Region != "us" || !doc.Primary.Lock.IsZero() {
@@ -119,9 +121,8 @@ func (ls *lostSwap) assertPrimaryUnfenced(t *testing.T) {
 	}
 	n := ls.writes.Add(1)
 	for _, svc := range testServices {
-		f, err := ls.e.stores["us"][svc].GetFence(ls.res)
-		if err != nil || f.Active(time.Now()) {
-			t.Errorf("%s at the primary us: %s fence until %s (%v), want none", svc, f.Level, f.Expiry.Format(time.RFC3339), err)
+		if a := ls.e.authority("us", svc, ls.res); a.RoleOf() != contract.RolePrimary {
+			t.Errorf("%s at the primary us: %s, want the primary", svc, a)
 		}
 		if _, err := ls.e.stores["us"][svc].Put(ls.res, store.Record{ID: fmt.Sprintf("after-%s-%d", svc, n), Kind: "msg", Data: []byte("x")}, true); err != nil {
 			t.Errorf("%s: a user write at the primary us: %v", svc, err)

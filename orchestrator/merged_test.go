@@ -21,31 +21,31 @@ func eventTypes(h []*events.Envelope) []string {
 	return out
 }
 
-// TestMergedStepsFallBack: the escalations set their fences and the swap
-// step records the last delta pages, the validation and the cleanup
-// schedule, in one synced append each (issue 7). When the piece a step adds fails, the step still
-// records what it did and the phase of its own does the rest: a fence that
-// fails in an escalation's step is set by the Fenced step, a post-swap
-// fence that fails after the swap (it may go up only once the swap is
-// committed, issue 14 #3) leaves a Swapped event without a cleanup
-// schedule and the Swapped phase sets it, a previous fence that cannot be
-// cleared after the swap leaves the CleanupScheduled step to clear it. Nothing is lost
-// and no step is counted as a failure.
+// TestMergedStepsFallBack: the write lock's step exports every source
+// service's first delta page, and the swap's step records the last delta
+// pages, the validation and, once both regions have their authority, the
+// cleanup schedule, in one synced append each. When the piece a step adds
+// fails, the step still records what it did and the next step does the
+// rest: a first delta page that the write lock's step could not export is
+// exported by the delta step (installing the write fence itself), and an
+// authority the swap's step could not install leaves a Swapped event
+// without a cleanup schedule, whose phase installs it. Nothing is lost and
+// no step is counted as a failure.
 func TestMergedStepsFallBack(t *testing.T) {
 	e := mustEnv(t)
 	const res = "conv/merged"
 	e.seed(res, 5)
 	us := e.wrap("us", "messages")
-	var fences atomic.Int32
-	us.onFence = func(contract.Fence) error {
-		// 1: the hard-delete fence in the escalation's step; 3: the write
-		// fence in its escalation's step; 5: the post-swap fence in the
-		// step that copied the last deltas, validated and swapped (it
-		// records all that, without a cleanup schedule). Each is then set
-		// by a step of its own.
-		switch fences.Add(1) {
-		case 1, 3, 5:
-			return errors.New("fence refused (test)")
+	var exports, secondaries atomic.Int32
+	us.onExport = func(r contract.ExportRequest) error {
+		if r.Mode == contract.Delta && exports.Add(1) == 1 {
+			return errors.New("export refused (test)")
+		}
+		return nil
+	}
+	us.onAuthorize = func(a contract.Authority) error {
+		if a.RoleOf() == contract.RoleSecondary && secondaries.Add(1) == 1 {
+			return errors.New("authority refused (test)")
 		}
 		return nil
 	}
@@ -53,8 +53,8 @@ func TestMergedStepsFallBack(t *testing.T) {
 	id1 := e.migrateDone(res, "eu")
 	h := e.history(id1)
 	want := []string{events.TypeRequested, events.TypePreLocked,
-		events.TypeHardDeleteLocked, events.TypeFenced, events.TypePagesCopied,
-		events.TypeWriteLocked, events.TypeFenced, events.TypeSwapped,
+		events.TypeHardDeleteLocked, events.TypePagesCopied,
+		events.TypeWriteLocked, events.TypeSwapped,
 		events.TypeCleanupScheduled, events.TypeCompleted}
 	if got := eventTypes(h); !slices.Equal(got, want) {
 		t.Fatalf("events\n got %v\nwant %v", got, want)
@@ -62,53 +62,39 @@ func TestMergedStepsFallBack(t *testing.T) {
 	for _, ev := range h {
 		switch b := ev.Body.(type) {
 		case events.HardDeleteLocked:
-			if b.Fenced || b.At.IsZero() {
-				t.Fatalf("HardDeleteLocked %+v: want the lock alone, with its time", b)
+			if b.At.IsZero() || len(b.Services) != len(testServices) {
+				t.Fatalf("HardDeleteLocked %+v: want its time and every service", b)
 			}
 		case events.WriteLocked:
-			if b.Fenced || b.At.IsZero() || b.At.After(ev.Time) {
-				t.Fatalf("WriteLocked %+v at %s: want the lock alone, written before the event", b, ev.Time)
+			if b.At.IsZero() || b.At.After(ev.Time) {
+				t.Fatalf("WriteLocked %+v at %s: want the lock written before the event", b, ev.Time)
 			}
 		case events.Swapped:
 			if b.Validation == nil || !b.Validation.OK || len(b.Deltas) == 0 || !b.CleanupAt.IsZero() {
-				t.Fatalf("Swapped %+v: want the deltas and the validation, no cleanup schedule (the post-swap fence failed)", b)
+				t.Fatalf("Swapped %+v: want the deltas and the validation, no cleanup schedule (an authority failed)", b)
 			}
 		}
 	}
 	if n := countType(h, events.TypeStepFailed); n != 0 {
 		t.Fatalf("%d StepFailed: a deferred piece is not a failure", n)
 	}
+	if secondaries.Load() < 2 {
+		t.Fatalf("the old source was told it is a secondary %d times, want a retry", secondaries.Load())
+	}
 	assertFold(t, h)
 	e.assertMigrated(res)
 
-	// The move back clears the first move's post-swap fence at us; refused
-	// once, the Swapped event has no cleanup schedule and the next step
-	// clears it and schedules.
+	// The move back: the same steps, every piece in its step.
 	us.mu.Lock()
-	us.onFence = nil
-	var clears atomic.Int32
-	us.onClear = func(string) error {
-		if clears.Add(1) == 1 {
-			return errors.New("clear refused (test)")
-		}
-		return nil
-	}
+	us.onExport, us.onAuthorize = nil, nil
 	us.mu.Unlock()
 	id2 := e.migrateDone(res, "us")
 	h = e.history(id2)
 	want = []string{events.TypeRequested, events.TypePreLocked, events.TypeHardDeleteLocked,
 		events.TypePagesCopied, events.TypeWriteLocked, // the deltas ride in Swapped
-		events.TypeSwapped, events.TypeCleanupScheduled, events.TypeCompleted}
+		events.TypeSwapped, events.TypeCompleted}
 	if got := eventTypes(h); !slices.Equal(got, want) {
 		t.Fatalf("move back events\n got %v\nwant %v", got, want)
-	}
-	for _, ev := range h {
-		if b, ok := ev.Body.(events.Swapped); ok && (b.Validation == nil || !b.Validation.OK || !b.CleanupAt.IsZero() || len(b.Deltas) == 0) {
-			t.Fatalf("Swapped %+v: want the deltas and the validation, no cleanup schedule", b)
-		}
-	}
-	if clears.Load() < 2 {
-		t.Fatalf("previous fence cleared %d times, want a retry", clears.Load())
 	}
 	assertFold(t, h)
 }
@@ -173,8 +159,8 @@ func TestCopyRuns(t *testing.T) {
 	e.seed(res, 20) // three pages of 7 per service
 	f := e.wrap("eu", testServices[0])
 	var imports atomic.Int32
-	f.onImport = func(p *contract.Page) error {
-		if p.Resource == res && imports.Add(1) == 2 {
+	f.onImport = func(r *contract.ImportRequest) error {
+		if r.Resource == res && imports.Add(1) == 2 {
 			return contract.Errorf(contract.CodeUnavailable, "injected import failure")
 		}
 		return nil

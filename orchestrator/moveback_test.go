@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
 
-// TestMoveBack: us → eu → us. The second migration clears the first one's
-// post-swap fence at us (writes are accepted there again), and the first
-// migration's source cleanup, firing after the resource came back to us,
-// leaves the live data at us alone (found by `cutover chaos`: a cleanup
-// deleted the data of a resource that had moved back).
+// TestMoveBack: us → eu → us. The second migration's swap makes us the
+// primary again in its stores (writes are accepted there again), and the
+// first migration's source cleanup, firing after the resource came back to
+// us, leaves the live data at us alone: its authority (us a secondary, by
+// the document it reads then) meets the move back's newer one.
 func TestMoveBack(t *testing.T) {
 	e := mustEnv(t)
 	cfg := e.config()
@@ -34,9 +34,6 @@ func TestMoveBack(t *testing.T) {
 	st2 := e.waitDone(id2, 30*time.Second)
 	if st2.Status != events.StatusCompleted {
 		t.Fatalf("move back: %s %s", st2.Status, st2.Reason)
-	}
-	if st2.Previous != id1 {
-		t.Fatalf("previous migration %q, want %q", st2.Previous, id1)
 	}
 	if doc := e.doc(res); doc.Primary.Region != "us" || !doc.Primary.Lock.IsZero() {
 		t.Fatalf("routing after move back: %+v", doc.Primary)
@@ -67,14 +64,13 @@ func TestMoveBack(t *testing.T) {
 	}
 }
 
-// TestOldLocationFencedAtTheSwap: when the Swapped event is appended, the
-// old location already carries the post-swap write fence (a lease as long
-// as the locked secondary's), so no moment exists between the end of the
-// Phase 3 fence and the post-swap fence in which a stale cache could land a
-// write there (found by `cutover chaos`: an acknowledged write lost after a
-// slow swap). A move back retires that fence's token at the new primary, so
-// a late copy of the request cannot fence it again.
-func TestOldLocationFencedAtTheSwap(t *testing.T) {
+// TestOldLocationSecondaryAtTheSwap: when the Swapped event is appended,
+// the old location's stores already hold the swap's authority (a
+// secondary), so no moment exists between the end of the write fence and
+// that authority in which a stale cache could land a write there. After a
+// move back, a late copy of the first move's write fence cannot fence the
+// new primary again: its revision is older than the one the store holds.
+func TestOldLocationSecondaryAtTheSwap(t *testing.T) {
 	e := mustEnv(t)
 	cfg := e.config()
 	const res = "conv/fenced-at-swap"
@@ -84,18 +80,14 @@ func TestOldLocationFencedAtTheSwap(t *testing.T) {
 			return nil
 		}
 		for _, svc := range testServices {
-			f, err := e.stores[env.State.Source][svc].GetFence(res) // the old location, on both moves
-			if err != nil {
-				t.Errorf("%s: %v", svc, err)
-				continue
-			}
-			if f.Level != store.FenceWrite || f.Expiry.Before(time.Now().Add(50*time.Minute)) {
-				t.Errorf("%s at the old location when the swap is recorded: %s fence until %s, want the post-swap write fence (~1 h)", svc, f.Level, f.Expiry)
+			if a := e.authority(env.State.Source, svc, res); a.RoleOf() != contract.RoleSecondary { // the old location, on both moves
+				t.Errorf("%s at the old location when the swap is recorded: %s, want a secondary", svc, a)
 			}
 		}
 		checked.Add(1)
 		return nil
 	}
+	stamps := e.recordStamps("messages")
 	e.startWorker(cfg)
 	e.seed(res, 3)
 	ctx := context.Background()
@@ -107,6 +99,12 @@ func TestOldLocationFencedAtTheSwap(t *testing.T) {
 	if st1.Status != events.StatusCompleted || checked.Load() != 1 {
 		t.Fatalf("move: %s %s (swap checked %d times)", st1.Status, st1.Reason, checked.Load())
 	}
+	var fence contract.Authority
+	for _, s := range stamps() {
+		if s.region == "us" && s.a.RoleOf() == contract.RoleExporting {
+			fence = s.a
+		}
+	}
 	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
 	if err != nil {
 		t.Fatal(err)
@@ -114,27 +112,22 @@ func TestOldLocationFencedAtTheSwap(t *testing.T) {
 	if st := e.waitDone(id2, 30*time.Second); st.Status != events.StatusCompleted || checked.Load() != 2 {
 		t.Fatalf("move back: %s %s (swaps checked %d)", st.Status, st.Reason, checked.Load())
 	}
-	for _, svc := range testServices {
-		err := e.stores["us"][svc].SetFence(res, store.Fence{Level: store.FenceWrite, Token: st1.Token, Expiry: time.Now().Add(time.Hour)})
-		if !errors.Is(err, store.ErrTokenRetired) {
-			t.Errorf("%s: a late post-swap fence of the first move at the primary: %v, want ErrTokenRetired", svc, err)
-		}
+	if _, err := e.participant("us", "messages").Authorize(ctx, res, fence); contract.AsError(err).Code != contract.CodeConflict {
+		t.Errorf("a late write fence of the first move (%s) at the primary: %v, want a conflict", fence, err)
+	}
+	if _, err := e.stores["us"]["messages"].Put(res, store.Record{ID: "after", Kind: "msg", Data: []byte("x")}, true); err != nil {
+		t.Errorf("a user write at the primary after the late fence: %v", err)
 	}
 }
 
 // TestLateCleanupKeepsWhatCameBack: the source cleanup of us → eu, arriving
 // late (delayed in the network) while eu → us is copying into us, deletes
-// nothing: each service decides under its store's lock, from a leader read
-// of routing, that us is the target again (services.RoutingCleanupGuard).
-// Without the guard the cleanup would delete the records just imported.
+// nothing: its authority (us a secondary, by the document after the first
+// swap) is older than the one the move back's imports installed (us
+// importing). Without the revision check the cleanup would delete the
+// records just imported.
 func TestLateCleanupKeepsWhatCameBack(t *testing.T) {
 	e := mustEnv(t)
-	for _, region := range []string{"us", "eu"} {
-		for _, svc := range testServices {
-			e.dir.Add(region, services.NewStoreParticipant(svc, e.stores[region][svc],
-				services.StoreParticipantOptions{KeepOnCleanup: services.RoutingCleanupGuard(e.locker, region)}))
-		}
-	}
 	const res = "conv/late-cleanup"
 	e.seed(res, 12)
 	cfg := e.config()
@@ -150,6 +143,7 @@ func TestLateCleanupKeepsWhatCameBack(t *testing.T) {
 	e.startWorker(cfg)
 	ctx := context.Background()
 	e.migrateDone(res, "eu")
+	late := e.doc(res).AuthorityAt("us", 0) // what the first move's cleanup carries
 	id2, err := e.client.Start(ctx, events.Start{Resource: res, Target: "us"})
 	if err != nil {
 		t.Fatal(err)
@@ -165,9 +159,9 @@ func TestLateCleanupKeepsWhatCameBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ep := range eps {
-		n, err := ep.Cleanup(ctx, res)
-		if err != nil || n != 0 {
-			t.Errorf("%s: late cleanup at the move back's target deleted %d (%v), want 0", ep.Service(), n, err)
+		n, err := ep.Cleanup(ctx, res, late)
+		if contract.AsError(err).Code != contract.CodeConflict || n != 0 {
+			t.Errorf("%s: late cleanup (%s) at the move back's target deleted %d (%v), want a conflict", ep.Service(), late, n, err)
 		}
 	}
 	close(release)
@@ -182,17 +176,18 @@ func TestLateCleanupKeepsWhatCameBack(t *testing.T) {
 	}
 	// Once the resource has left us again, a cleanup there deletes.
 	e.migrateDone(res, "eu")
+	now := e.doc(res).AuthorityAt("us", 0)
 	for _, ep := range eps {
-		if n, err := ep.Cleanup(ctx, res); err != nil || n == 0 {
+		if n, err := ep.Cleanup(ctx, res, now); err != nil || n == 0 {
 			t.Errorf("%s: cleanup of the old source deleted %d (%v), want > 0", ep.Service(), n, err)
 		}
 	}
 }
 
-// TestMoveBackBeforeThePreviousCompleted: the move back clears the previous
-// migration's post-swap fence even when that migration has swapped but not
-// yet recorded Completed (its worker died after the swap): otherwise users
-// get 423 at the new primary until the fence's hour runs out.
+// TestMoveBackBeforeThePreviousCompleted: the move back makes us the
+// primary in its stores even when the previous migration has swapped but
+// not yet recorded Completed (its worker died after the swap): nothing of
+// the previous migration's has to be found or cleared.
 func TestMoveBackBeforeThePreviousCompleted(t *testing.T) {
 	e := mustEnv(t)
 	const res = "conv/back-early"
@@ -229,9 +224,8 @@ func TestMoveBackBeforeThePreviousCompleted(t *testing.T) {
 		t.Fatalf("the first move completed before the move back: the test proves nothing")
 	}
 	for _, svc := range testServices {
-		f, err := e.stores["us"][svc].GetFence(res)
-		if err != nil || f.Level != store.FenceNone {
-			t.Errorf("%s at the primary after the move back: %s fence (%v), want none", svc, f.Level, err)
+		if a := e.authority("us", svc, res); a.RoleOf() != contract.RolePrimary || a.Deletes == contract.DeletesTombstone {
+			t.Errorf("%s at the primary after the move back: %s, want the primary", svc, a)
 		}
 	}
 	backDone.Store(true)
@@ -240,7 +234,7 @@ func TestMoveBackBeforeThePreviousCompleted(t *testing.T) {
 	}
 }
 
-// TestMoveBackAfterPhysicalDelete is issue 14 #16: react, move us → eu,
+// TestMoveBackAfterPhysicalDelete: react, move us → eu,
 // remove the reaction at eu (a physical delete: eu is the primary, no fence
 // there), move back within the cleanup window. us still holds its old copy
 // with the reaction; the copy into it must reconcile that copy (records the
@@ -280,41 +274,33 @@ func TestMoveBackAfterPhysicalDelete(t *testing.T) {
 	}
 }
 
-// TestMoveBackClearsAFenceItCannotName: the resource is at us with a
-// post-swap fence left there by a move away whose token no migration in
-// the chain records (a replayed attempt's token: chaos found such a 1-hour
-// fence at a primary, blocking the next migration's hard-delete fence with
-// "fence held by another token"). The next move away and back still works:
-// the move back's swap-in notice clears any post-swap fence of an older
-// swap at its new primary, whatever its token.
-func TestMoveBackClearsAFenceItCannotName(t *testing.T) {
+// TestMoveAwayOverridesAStrandedAuthority: a store at the primary holds an
+// authority that refuses writes at the routing document's own revision (a
+// stricter one than routing gives, which only a bug could leave). The next
+// migration's requests, stamped by later revisions, replace it: the resource
+// moves away and back, and writes are accepted at the primary again.
+func TestMoveAwayOverridesAStrandedAuthority(t *testing.T) {
 	e := mustEnv(t)
-	cfg := e.config()
-	e.startWorker(cfg)
+	e.startWorker(e.config())
 	const res = "conv/orphan"
 	e.seed(res, 3)
 	e.migrateDone(res, "eu")
-	// An orphan post-swap fence at eu (the primary now), with a token
-	// nobody knows. (Its revision is the current one: one older than the
-	// swap-in notice the first move sent is refused by the store.)
 	doc := e.doc(res)
-	orphan := store.Fence{Level: store.FenceWrite, Token: "orphan-token", Expiry: time.Now().Add(time.Hour), SwapRev: doc.Revision}
+	stranded := contract.Authority{Rev: doc.Revision, Role: contract.RoleExporting, Until: contract.UntilOf(time.Now().Add(time.Hour))}
 	for _, svc := range testServices {
-		if err := e.stores["eu"][svc].SetFence(res, orphan); err != nil {
+		if _, err := e.stores["eu"][svc].Repair(res, stranded); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// eu → us → eu: the move back to eu clears it.
 	for _, target := range []string{"us", "eu"} {
 		e.migrateDone(res, target)
 	}
 	for _, svc := range testServices {
-		f, err := e.stores["eu"][svc].GetFence(res)
-		if err != nil {
-			t.Fatal(err)
+		if a := e.authority("eu", svc, res); a.RoleOf() != contract.RolePrimary {
+			t.Fatalf("%s at eu (the primary): %s", svc, a)
 		}
-		if f.Active(time.Now()) {
-			t.Fatalf("%s at eu (the primary): a fence is still up: %+v", svc, f)
+		if _, err := e.stores["eu"][svc].PutAt(res, store.Record{ID: "after", Kind: "msg", Data: []byte("x")}, true, e.doc(res).AuthorityAt("eu", 0)); err != nil {
+			t.Fatalf("%s: a write at the primary: %v", svc, err)
 		}
 	}
 }

@@ -2,8 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cutover/cutover/events"
@@ -18,25 +16,22 @@ import (
 // the copy (line 14), abort on a failed validation or an expired write
 // lock (lines 15–17), swap (line 19). It is reached from the Delta phase
 // when no delta page is left, from the step that copied the last delta
-// pages (lastDeltaValidateSwap, with the seals its imports made), and from
-// the Validated phase, whose validation a Validated event already
-// recorded: that one swaps at once.
+// pages (lastDeltaValidateSwap, with the target digests their imports
+// answered), and from the Validated phase, whose validation a Validated
+// event already recorded: that one swaps at once.
 //
-// The copy is over: every service not sealed yet is sealed at the target
-// now (its import grant revoked, so no late import lands between
-// validation and the swap, or after it: issue 14 #1, grant.go), and the
-// seals' digests are what validation compares with the source's. A seal
-// that fails is a transient failure (the next step seals again); a failed
-// validation is recorded (Validated, not OK): it sets the abort, and the
-// next step rolls back (line 16).
-func (w *Worker) cutover(ctx context.Context, st *events.State, res kvrouting.Resource, seals map[string]sealed) outcome {
+// A digests read that fails is a transient failure (the next step reads
+// again); a failed validation is recorded (Validated, not OK): it sets the
+// abort, and the next step rolls back (line 16).
+func (w *Worker) cutover(ctx context.Context, st *events.State, res kvrouting.Resource, digests map[string][]contract.SliceDigest) outcome {
 	if st.Phase == events.PhaseValidated {
 		return w.swap(ctx, st, res, nil)
 	}
-	if o, bad := w.verify(ctx, st, res); bad {
+	d, o, bad := w.verify(ctx, st, res)
+	if bad {
 		return o
 	}
-	v, err := w.validate(ctx, st, seals)
+	v, err := w.validate(ctx, st, d, digests)
 	if err != nil {
 		return w.transient(st, err)
 	}
@@ -51,25 +46,20 @@ func (w *Worker) cutover(ctx context.Context, st *events.State, res kvrouting.Re
 
 // lastDeltaValidateSwap is a fused step, "last delta + validate + swap":
 // it goes on from a delta copy step whose pages (o) finished the delta of
-// every service, or whose imports sealed every service still pending
-// (seals), and validates and swaps in the same step (cutover); the Swapped
-// event checkpoints the pages too. The write-blocked window is then two
-// synced appends (write lock with its fence; deltas, validation and swap)
-// instead of three. Pages that leave some delta to copy, or a write lock
-// at its expiry, are recorded alone; so is anything short of a swap (a
-// rollback records itself), and the next step seals (again: a seal is
-// idempotent) and validates.
-func (w *Worker) lastDeltaValidateSwap(ctx context.Context, st *events.State, res kvrouting.Resource, o outcome, seals map[string]sealed) outcome {
+// every service, and validates and swaps in the same step (cutover) with
+// the target digests the last imports answered; the Swapped event
+// checkpoints the pages too. The write-blocked window is then two synced
+// appends (write lock; deltas, validation and swap) instead of three.
+// Pages that leave some delta to copy, or a write lock at its expiry, are
+// recorded alone; so is anything short of a swap (a rollback records
+// itself), and the next step validates.
+func (w *Worker) lastDeltaValidateSwap(ctx context.Context, st *events.State, res kvrouting.Resource, o outcome, digests map[string][]contract.SliceDigest) outcome {
 	var deltas []events.DeltaCopied
 	switch b := o.body.(type) {
 	case events.DeltaCopied:
 		deltas = []events.DeltaCopied{b}
 	case events.DeltasCopied:
 		deltas = b.Pages
-	case nil:
-		if len(seals) == 0 {
-			return o // nothing copied, nothing sealed
-		}
 	default:
 		return o // a failure: nothing copied
 	}
@@ -77,18 +67,10 @@ func (w *Worker) lastDeltaValidateSwap(ctx context.Context, st *events.State, re
 	for _, d := range deltas {
 		applyDelta(after, d)
 	}
-	for _, p := range after.Pending(true) {
-		if _, ok := seals[p.Service]; !ok {
-			if o.body == nil {
-				return w.transient(st, fmt.Errorf("delta of %s neither copied nor sealed", p.Service))
-			}
-			return o
-		}
-	}
-	if w.writeExpired(st, w.cfg.Clock()) {
+	if len(after.Pending(true)) > 0 || w.writeExpired(st, w.cfg.Clock()) {
 		return o
 	}
-	tail := w.cutover(ctx, after, res, seals)
+	tail := w.cutover(ctx, after, res, digests)
 	switch b := tail.body.(type) {
 	case events.Swapped:
 		b.Deltas = deltas
@@ -96,24 +78,22 @@ func (w *Worker) lastDeltaValidateSwap(ctx context.Context, st *events.State, re
 	case events.RolledBack:
 		return tail
 	}
-	if o.body == nil {
-		return tail
-	}
 	return o
 }
 
-// swap fences the source and swaps (Algorithm 1 line 19), then keeps the
-// old location fenced for as long as it is the locked secondary; only
-// cutover calls it. v is the validation this step has just passed,
-// recorded in the Swapped event (nil when a Validated event recorded it).
-// A transient failure after such a validation records the validation (the
-// Validated phase then retries the swap and counts its failures); a lost
-// or expired lock rolls back.
+// swap swaps (Algorithm 1 line 19) and tells both regions their authority
+// at the swap's revision; only cutover calls it. v is the validation this
+// step has just passed, recorded in the Swapped event (nil when a
+// Validated event recorded it). A transient failure after such a
+// validation records the validation (the Validated phase then retries the
+// swap and counts its failures); a lost or expired lock rolls back.
 //
-// When the swap is done the step also clears the previous migration's
-// post-swap fence at the new primary and schedules the cleanup, so one
-// Swapped event records all of it; if the post-swap fence or the clear
-// fails, the Swapped phase retries them.
+// Until the old source hears of the swap it is exporting under the write
+// lock: it refuses writes until the lock's expiry, and requests routed by
+// an older revision; the authorities go out in this same step, right after
+// the swap commits, long before that. When both regions have taken them
+// the step schedules the cleanup too; otherwise the Swapped phase tells
+// them again (scheduleCleanup) before anything else happens.
 func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resource, v *events.Validated) outcome {
 	fail := func(o outcome) outcome {
 		if _, transient := o.body.(events.StepFailed); transient && v != nil {
@@ -121,15 +101,7 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 		}
 		return o
 	}
-	// The source's write fence of Phase 3 is up (the delta starts only
-	// after it) and expires with the write lock. Until the swap commits
-	// the source is the primary, and a fence may outlive the write lock
-	// only once the swap is committed: a migration that stalls here must
-	// not refuse users at the primary for the secondary lease, long after
-	// the routing lock lapsed (issue 14 #3). If the swap fails, the
-	// rollback clears the fence (and retires the token, so a late fence
-	// request of this attempt cannot fence the source again).
-	if o, bad := w.verify(ctx, st, res); bad {
+	if _, o, bad := w.verify(ctx, st, res); bad {
 		return fail(o)
 	}
 	// Line 19: ONE conditional write. A swap replayed after a crash is
@@ -140,97 +112,27 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 	}
 	committed := w.cfg.Clock() // the write-blocked window ends here
 	w.remember(st, nil)        // the lock is gone: nothing more to cache
-	// Committed: the old location's post-swap fence goes up in this same
-	// step, before the write fence lapses with the write lock. A post-swap
-	// fence set only in a later step left a gap after a slow swap in which
-	// a stale cache could land a write at the old location (found by
-	// `cutover chaos`: an acknowledged write lost).
 	ev := events.Swapped{Validation: v, At: committed}
-	// A replayed swap (its CAS reply lost) may find that a later migration
-	// has pre-locked the old location since: that location is its target
-	// now, and ours to fence no more (issue 14 #2). (Fencing it anyway
-	// closes a hole that only caches older than the convergence wait can
-	// reach — fence-driven convergence with long caches — but left fences
-	// at primaries whose next migration did not clear them: chaos, session
-	// 6; docs/chaos.md.)
-	if !holdsOldLocation(d, st) {
-		w.log.Info("post-swap fence skipped: the old location has moved on", "migration", st.ID)
-		w.raiseOldWatermark(ctx, st, d)
-	} else if err := w.fencePostSwap(ctx, st, d); err != nil {
-		w.log.Warn("post-swap fence deferred to its own step", "migration", st.ID, "err", err)
+	if err := w.authorizeBoth(ctx, st, d); err != nil {
+		w.log.Warn("authority after the swap left to the next step", "migration", st.ID, "err", err)
 		return outcome{body: ev}
 	}
-	if err := w.clearPreviousFence(ctx, st, d); err == nil {
-		ev.CleanupAt = w.cfg.Clock().Add(w.cfg.CleanupWindow) // line 20
-	} else {
-		w.log.Info("previous fence clear deferred to its own step", "migration", st.ID, "err", err)
-	}
+	ev.CleanupAt = w.cfg.Clock().Add(w.cfg.CleanupWindow) // line 20
 	return outcome{body: ev}
 }
 
-// fencePostSwap keeps the old location (st.Source) write-fenced for as
-// long as it is the locked secondary of the swapped document d (nil: the
-// secondary lease from now). Only a committed swap may do so (issue 14 #3).
-// The fence carries d's revision (at or after the swap, before any later
-// swap: d still shows our token on the old location): it yields to writes
-// decided on a later revision naming the old location primary, so when a
-// later migration moves the resource back, its users are not refused by
-// this fence while that migration has yet to clear it (found by chaos's
-// refusals_without_lock: 423s at a new primary right after a move back).
-func (w *Worker) fencePostSwap(ctx context.Context, st *events.State, d *kvrouting.Document) error {
-	expiry := w.cfg.Clock().Add(w.cfg.Locker.Config().SecondaryLease)
-	var rev uint64
-	if d != nil {
-		rev = d.Revision
-		if holdsOldLocation(d, st) && !d.Secondary.Lock.Expiry.IsZero() {
-			expiry = d.Secondary.Lock.Expiry
-		}
-	}
-	_, err := w.fenceAt(ctx, st, contract.FenceWrite, expiry, rev, rev)
-	return err
-}
-
-// raiseOldWatermark raises the old location's routing watermark to d's
-// revision when the post-swap fence is skipped and the old location is not
-// the primary at d: routing older than d is stale there (it predates a
-// later migration's pre-lock of it), so a read or write it routed, delivered
-// late, is refused as moved instead of served by a store that is no longer
-// authoritative (store.checkRouted; the freshness model's skipped post-swap
-// fence). Best effort: the write fence of Phase 3 already raised it to the
-// write lock's revision.
-func (w *Worker) raiseOldWatermark(ctx context.Context, st *events.State, d *kvrouting.Document) {
-	if d == nil || d.Primary.Region == st.Source {
-		return
-	}
-	if _, err := w.fenceAt(ctx, st, contract.FenceNone, w.cfg.Clock(), 0, d.Revision); err != nil {
-		w.log.Info("old location's watermark not raised", "migration", st.ID, "err", err)
-	}
-}
-
 // scheduleCleanup is the Swapped phase, a swap recorded without a cleanup
-// schedule (its step could not set the post-swap fence or clear the
-// previous migration's, or a rollback found the swap done): fence the old
-// location as the locked secondary it now is, clear the previous fence,
-// then schedule the source cleanup (Algorithm 1 line 20). The post-swap
-// fence is set only while the routing document still shows our token on
-// the old location: once that lock has moved on, so has the resource.
-// Moving back: the previous migration left its post-swap fence at what is
-// now our primary. Our swap made that region authoritative, so the fence
-// must go, or users would get 423 there until it lapses.
+// schedule (its step could not tell both regions their authority, or a
+// rollback found the swap done): tell them by the current document, then
+// schedule the source cleanup (Algorithm 1 line 20). The current document
+// may be a later migration's; its authorities are as right as the swap's.
 func (w *Worker) scheduleCleanup(ctx context.Context, st *events.State) outcome {
 	res, _ := kvrouting.ParseResource(st.Resource)
 	d, err := w.cfg.Locker.Get(ctx, res)
-	if err != nil && !errors.Is(err, kvrouting.ErrNotFound) {
+	if err != nil {
 		return w.transient(st, err)
 	}
-	if err == nil && holdsOldLocation(d, st) {
-		if err := w.fencePostSwap(ctx, st, d); err != nil {
-			return w.transient(st, err)
-		}
-	} else if err == nil {
-		w.raiseOldWatermark(ctx, st, d)
-	}
-	if err := w.clearPreviousFence(ctx, st, d); err != nil {
+	if err := w.authorizeBoth(ctx, st, d); err != nil {
 		return w.transient(st, err)
 	}
 	return outcome{body: events.CleanupScheduled{At: st.SwappedAt.Add(w.cfg.CleanupWindow)}} // line 20
@@ -246,9 +148,11 @@ func (w *Worker) complete(ctx context.Context, st *events.State, now time.Time) 
 }
 
 // cleanSource deletes the data at the source of a completed migration once
-// the cleanup window has passed (paper 001 §4.1.4, Algorithm 1 line 20).
-// Never a region the resource has come back to (or is moving back to): its
-// data there is live again.
+// the cleanup window has passed (paper 001 §4.1.4, Algorithm 1 line 20),
+// stamped with the source's authority by the current routing document:
+// each store removes its records only where that makes it a secondary, so
+// a region the resource has come back to (or is moving back to) keeps its
+// data, however late the request.
 func (w *Worker) cleanSource(ctx context.Context, st *events.State, now time.Time) outcome {
 	if now.Before(st.CleanupAt) {
 		return waitFor(st.CleanupAt.Sub(now))
@@ -258,124 +162,31 @@ func (w *Worker) cleanSource(ctx context.Context, st *events.State, now time.Tim
 	if err != nil {
 		return waitFor(w.cfg.RetryBackoff)
 	}
-	if doc.Primary.Region == st.Source || doc.Target == st.Source {
-		w.log.Info("source cleanup skipped: the resource is back at its old source", "migration", st.ID, "region", st.Source)
-		return outcome{body: events.CleanedUp{Records: 0}}
-	}
-	n, err := w.cleanup(ctx, st, st.Source)
+	n, err := w.cleanup(ctx, st, st.Source, doc)
 	if err != nil {
 		return waitFor(w.cfg.RetryBackoff)
 	}
 	return outcome{body: events.CleanedUp{Records: n}}
 }
 
-// clearPreviousFence clears, at st.Target (our new primary), the post-swap
-// fence left there by the last migration that moved the resource away from
-// st.Target. That migration is found by walking back the chain of previous
-// migrations (each records the one before it; rolled-back ones and moves
-// between other regions are stepped over); its token is in its state.
-func (w *Worker) clearPreviousFence(ctx context.Context, st *events.State, d *kvrouting.Document) error {
-	if err := w.noticeSwapIn(ctx, st, d); err != nil {
-		return err
-	}
-	id, seen := st.Previous, map[string]bool{st.ID: true}
-	var prev *events.State
-	for depth := 0; id != "" && !seen[id] && depth < 32; depth++ {
-		seen[id] = true
-		p, _, err := Load(ctx, w.nc, id)
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		// Swapped is enough: the swap is the commit point, and the
-		// migration's Completed can come well after it (its worker killed
-		// after the swap, or its next step still queued) while this move
-		// back has already swapped. Requiring Completed left the fence up
-		// for its whole hour (found by `cutover chaos`: a fence "held by
-		// another token" at a primary, three times in a row).
-		swapped := p.Status == events.StatusCompleted || !p.SwappedAt.IsZero()
-		// The routing document's last swap at our pre-lock is a swap even
-		// if its migration's log does not show it yet (its Swapped event
-		// lost), and its token is the fence's: a later attempt of that
-		// migration may have replaced the token in its state (issue 14 #2).
-		if p.ID == st.PreviousSwap && st.PreviousSwapToken != "" {
-			p = p.Clone()
-			swapped, p.Token = true, st.PreviousSwapToken
-		}
-		if p.Source == st.Target && swapped && p.Token != "" {
-			prev = p
-			break
-		}
-		id = p.Previous
-	}
-	if prev == nil {
-		return nil
-	}
-	res, _ := kvrouting.ParseResource(st.Resource)
-	eps, err := w.cfg.Directory.Endpoints(ctx, st.Target, res.Kind)
-	if err != nil {
-		return err
-	}
-	return onEach(eps, func(ep Endpoint) error {
-		err := ep.ClearFence(ctx, st.Resource, prev.Token)
-		if err == nil || contract.AsError(err).Code == contract.CodeConflict {
-			return nil // a fence of another token: not the previous migration's to clear
-		}
-		return fmt.Errorf("clear previous fence at %s/%s: %w", ep.Region(), ep.Service(), err)
-	})
-}
-
-// noticeSwapIn tells every endpoint at st.Target (our new primary) a
-// routing revision at which it is the primary (a swap-in notice: a
-// FenceNone request with SwapRev, store.SetFence): a post-swap fence there
-// of an older swap is cleared whatever its token, and a late request for
-// one is refused. The token-by-token clear below depends on finding the
-// migration (and the attempt's token) that set the fence; chaos found it
-// missed (a 1-hour fence at a primary that blocked the next migration's
-// fences, "fence held by another token"). The revision is read now, and
-// only a document that names st.Target primary is used: a later migration
-// may have moved the resource on, and then the notice is its to send. d is
-// a document just read (the swap's, or the Swapped phase's read); nil
-// reads one.
-func (w *Worker) noticeSwapIn(ctx context.Context, st *events.State, d *kvrouting.Document) error {
-	res, _ := kvrouting.ParseResource(st.Resource)
-	if d == nil {
-		var err error
-		if d, err = w.cfg.Locker.Get(ctx, res); err != nil {
-			if errors.Is(err, kvrouting.ErrNotFound) {
-				return nil
-			}
-			return err
-		}
-	}
-	if d.Primary.Region != st.Target {
-		return nil
-	}
-	eps, err := w.cfg.Directory.Endpoints(ctx, st.Target, res.Kind)
-	if err != nil {
-		return err
-	}
-	f := contract.Fence{Level: contract.FenceNone, Token: st.Token, SwapRev: d.Revision}
-	return onEach(eps, func(ep Endpoint) error {
-		if err := ep.SetFence(ctx, st.Resource, f); err != nil {
-			return fmt.Errorf("swap-in notice at %s/%s: %w", ep.Region(), ep.Service(), err)
-		}
-		return nil
-	})
-}
-
-// cleanup deletes the resource at every endpoint of region.
-func (w *Worker) cleanup(ctx context.Context, st *events.State, region string) (int, error) {
+// cleanup removes st's resource at every endpoint of region, stamped with
+// region's authority by d. A store that refuses (not a secondary by d, or
+// holding a newer authority) keeps its records, which is what the refusal
+// is for: it counts 0.
+func (w *Worker) cleanup(ctx context.Context, st *events.State, region string, d *kvrouting.Document) (int, error) {
 	res, _ := kvrouting.ParseResource(st.Resource)
 	eps, err := w.cfg.Directory.Endpoints(ctx, region, res.Kind)
 	if err != nil {
 		return 0, err
 	}
+	a := w.authorityAt(st, d, region)
 	total := 0
 	for _, ep := range eps {
-		n, err := ep.Cleanup(ctx, st.Resource)
+		n, err := ep.Cleanup(ctx, st.Resource, a)
+		if err != nil && contract.AsError(err).Code == contract.CodeConflict {
+			w.log.Info("cleanup refused: the records stay", "migration", st.ID, "region", region, "service", ep.Service(), "err", err)
+			continue
+		}
 		if err != nil {
 			return total, err
 		}

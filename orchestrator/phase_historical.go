@@ -13,15 +13,15 @@ import (
 // Phase 2: hard-delete lock and historical copy (paper 001 §4.1.2,
 // Algorithm 1 lines 4–10).
 
-// escalateHardDeleteAndFence is a fused step, "escalation + fence": it
-// takes the hard-delete lock once the pre-lock has converged (Algorithm 1
-// line 5) and, in the same step, sets the Phase 2 fence at every source
-// endpoint (the hard-delete fence: deletes become tombstones, paper 001
-// §4.3): HardDeleteLocked then records both, and the historical copy
-// starts after one synced append. If the fence fails, the event records
-// the lock alone and the HardDeleteLocked phase sets the fence
-// (fenceHardDelete, counting its failures).
-func (w *Worker) escalateHardDeleteAndFence(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) outcome {
+// escalateHardDelete takes the hard-delete lock once the pre-lock has
+// converged (Algorithm 1 line 5) and records it with the services whose
+// historical copy starts. The source's stores learn the lock from the
+// historical export requests, stamped with it (copyRun): the first one of
+// each service installs it — deletes become tombstones, paper 001 §4.3 —
+// before it issues the sync token. A delete decided on an older revision
+// and delivered after that is refused as moved; one decided on the lock's
+// own revision brings the lock with it.
+func (w *Worker) escalateHardDelete(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) outcome {
 	tok := kvrouting.Token(st.Token)
 	// Re-read the location: drop a resource already at the target. The
 	// holder's cached document stands in for the read: the escalation's
@@ -40,6 +40,10 @@ func (w *Worker) escalateHardDeleteAndFence(ctx context.Context, st *events.Stat
 	if doc.Primary.Lock.Token != tok {
 		return w.rollback(ctx, st, res, "pre-lock lost")
 	}
+	eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
+	if err != nil {
+		return w.transient(st, err)
+	}
 	at := w.cfg.Clock()
 	d, err := w.cfg.Locker.EscalateHardDelete(ctx, res, tok, doc) // line 5
 	if errors.Is(err, kvrouting.ErrNotConverged) {
@@ -50,31 +54,10 @@ func (w *Worker) escalateHardDeleteAndFence(ctx context.Context, st *events.Stat
 	}
 	w.remember(st, d)
 	ev := events.HardDeleteLocked{Expiry: d.Primary.Lock.Expiry, At: at}
-	// The backstop fence before the historical export starts (DESIGN.md
-	// "Two layers"); a bench baseline policy may set the write fence.
-	if names, err := w.fence(ctx, st, w.fencing.Phase2Fence(), ev.Expiry); err == nil {
-		ev.Fenced, ev.Services = true, names
-	} else {
-		w.log.Info("hard-delete fence deferred to its own step", "migration", st.ID, "err", err)
+	for _, ep := range eps {
+		ev.Services = append(ev.Services, ep.Service())
 	}
 	return outcome{body: ev}
-}
-
-// fenceHardDelete is the HardDeleteLocked phase: the backstop, the
-// hard-delete fence at every source endpoint before the historical export
-// starts (DESIGN.md "Two layers"), when the escalation's step could not
-// set it. A bench baseline policy may set the write fence here instead;
-// the event still records the Phase 2 fence (it starts the historical
-// copy).
-func (w *Worker) fenceHardDelete(ctx context.Context, st *events.State, res kvrouting.Resource) outcome {
-	if o, bad := w.verify(ctx, st, res); bad {
-		return o
-	}
-	names, err := w.fence(ctx, st, w.fencing.Phase2Fence(), st.LockExpiry)
-	if err != nil {
-		return w.transient(st, err)
-	}
-	return outcome{body: events.Fenced{Level: contract.FenceHardDelete, Services: names}}
 }
 
 // historical is the Historical phase, Algorithm 1 lines 6–10: start the
@@ -90,18 +73,21 @@ func (w *Worker) historical(ctx context.Context, st *events.State, res kvrouting
 		return o
 	}
 	if pending := st.Pending(false); len(pending) > 0 {
-		if o, bad := w.verify(ctx, st, res); bad {
+		d, o, bad := w.verify(ctx, st, res)
+		if bad {
 			return o
 		}
-		o, _ := w.copyPages(ctx, st, contract.Historical, pending, false)
+		o, _ = w.copyPages(ctx, st, d, contract.Historical, pending)
 		return o
 	}
-	return w.escalateWriteAndFence(ctx, st, res)
+	return w.escalateWrite(ctx, st, res)
 }
 
-// renewHardDelete extends the hard-delete lock (and the pre-lock) and the
-// Phase 2 fence with it when the lock is within the renew margin of its
-// expiry (paper 001 §5.2, Algorithm 1 line 8). ok is false when there was
+// renewHardDelete extends the hard-delete lock (and the pre-lock) when it
+// is within the renew margin of its expiry (paper 001 §5.2, Algorithm 1
+// line 8), and tells the source's stores, whose tombstone deletes end with
+// the lock (a service whose copy is done exports nothing more to bring
+// them the renewal). ok is false when there was
 // nothing to renew, or the renewal did not extend the lock: the step goes
 // on.
 func (w *Worker) renewHardDelete(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) (o outcome, ok bool) {
@@ -120,7 +106,7 @@ func (w *Worker) renewHardDelete(ctx context.Context, st *events.State, res kvro
 	if !exp.After(st.LockExpiry) {
 		return outcome{}, false
 	}
-	if _, err := w.fence(ctx, st, w.fencing.Phase2Fence(), exp); err != nil {
+	if err := w.authorize(ctx, st, st.Source, d); err != nil {
 		return w.transient(st, err), true
 	}
 	return outcome{body: events.Renewed{Expiry: exp}}, true

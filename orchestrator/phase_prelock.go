@@ -7,7 +7,6 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services/contract"
 )
 
 // Phase 1: pre-lock and routing-cache convergence (paper 001 §4.1.1,
@@ -32,22 +31,17 @@ func (w *Worker) preLock(ctx context.Context, st *events.State, res kvrouting.Re
 			until = floor // never less than the replication bound
 		}
 		if w.cfg.Convergence == ConvergenceFence {
-			// Fence-driven convergence (issue 15 #1; a departure from
-			// paper 001 §4.1.1): no cache is waited for. A cache still
-			// serving the document from before the pre-lock decides
-			// "allow" at the source; the source's hard-delete fence turns
-			// its deletes into tombstones before the copy starts, its
-			// write fence refuses its writes from Phase 3 on, its post-swap
-			// fence after the swap, and the API re-resolves on those
-			// refusals; reads are held to the fences' ReadRev. The lock's
-			// not-before (plus the skew) is the only wait left.
+			// Fence-driven convergence (a departure from paper 001
+			// §4.1.1): no cache is waited for. A cache still serving the
+			// document from before the pre-lock routes by an older
+			// revision than the authority the source's stores hold from
+			// the historical export on, so they refuse it as moved and the
+			// API resolves again; a router that read the locked document
+			// brings the lock's authority itself. The lock's not-before
+			// (plus the skew) is the only wait left.
 			until = g.NotBefore
 		}
-		pl := events.PreLocked{Source: g.Doc.Primary.Region, NotBefore: g.NotBefore, Expiry: g.Expiry, WaitUntil: until, Previous: g.Doc.LastMigrationID}
-		if ls := g.Doc.LastSwap; ls != nil {
-			pl.LastSwap, pl.LastSwapToken = ls.MigrationID, string(ls.Token)
-		}
-		return outcome{body: pl}
+		return outcome{body: events.PreLocked{Source: g.Doc.Primary.Region, NotBefore: g.NotBefore, Expiry: g.Expiry, WaitUntil: until}}
 	case errors.Is(err, kvrouting.ErrAtTarget):
 		return outcome{body: events.Dropped{Reason: "already at target"}}
 	case errors.Is(err, kvrouting.ErrLocked):
@@ -67,12 +61,16 @@ func (w *Worker) preLock(ctx context.Context, st *events.State, res kvrouting.Re
 // passing of time, and costs a synced append (issue 7's budget).
 func (w *Worker) awaitConvergence(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) outcome {
 	if w.fencing.WriteFenceAtPreLock() { // bench baseline: writes refused from the pre-lock on
-		if _, err := w.fence(ctx, st, contract.FenceWrite, st.LockExpiry); err != nil {
+		d, o, bad := w.verify(ctx, st, res)
+		if bad {
+			return o
+		}
+		if err := w.authorize(ctx, st, st.Source, d); err != nil {
 			return w.transient(st, err)
 		}
 	}
 	if now.Before(st.WaitUntil) {
 		return waitFor(st.WaitUntil.Sub(now))
 	}
-	return w.escalateHardDeleteAndFence(ctx, st, res, now)
+	return w.escalateHardDelete(ctx, st, res, now)
 }

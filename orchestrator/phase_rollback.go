@@ -7,7 +7,6 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services/contract"
 )
 
 // Failure and rollback (paper 001 §3.5, §5.3, Algorithm 1 lines 15–17):
@@ -15,82 +14,59 @@ import (
 // roll back, and a rolled-back migration is retried later with a fresh
 // lock.
 
-// rollback is Algorithm 1 line 16: release the lock (token), clear the
-// fences at the source, clean the target, then record RolledBack. Every
-// part is idempotent. A release refused because the swap already happened
-// under our token means a crash separated the swap from its event: the
-// migration moves forward instead (DESIGN.md "Durability and hazards"),
-// also when another migration has pre-locked or swapped the resource since
-// (the routing document's LastSwap and the swap chain; ownSwap).
+// rollback is Algorithm 1 line 16: release the lock (token), tell both
+// regions their authority by the routing document as it is now, and clean
+// the target where that makes it a secondary; then record RolledBack.
+// Every part is idempotent, and none depends on whose lock the document
+// shows now: the source is told it is the primary again (or whatever a
+// later migration made it), the target's copy goes unless the target is
+// the primary or a later migration's target (which resets it before its
+// own copy), so a copy is never left in a region the resource never moved
+// to, whoever took the lock.
 //
-// When another migration holds the lock now ("not ours"), its target is
-// left alone, but the fence set under our token at the source still goes
-// (issue 14 #8): fences are per token, so clearing ours cannot remove
-// another's, and left in place it would refuse the next migration's fence
-// ("fence held") until it lapses. Only while the resource is at our target
-// is it kept: our swap may have happened and its event been lost, and
-// then our fence is the post-swap fence of the old location.
+// A release refused because the swap already happened under our token
+// means a crash separated the swap from its event: the migration moves
+// forward instead (DESIGN.md "Durability and hazards"), also when other
+// migrations have pre-locked or swapped the resource since (the routing
+// key's history still records our swap: kvrouting.Locker.Swapped).
 func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.Resource, reason string) outcome {
 	tok := kvrouting.Token(st.Token)
-	ours := true
 	cached := w.cached(st)
 	w.remember(st, nil)
-	doc, err := w.cfg.Locker.Release(ctx, res, tok, cached)
-	if err != nil {
-		switch {
-		case errors.Is(err, kvrouting.ErrIllegalTransition):
-			cur, gerr := w.cfg.Locker.Get(ctx, res)
-			if gerr == nil && (cur.SwappedBy(st.ID, tok) || cur.Primary.Region == st.Target && cur.Secondary != nil && cur.Secondary.Lock.Token == tok) {
-				return outcome{body: events.Swapped{}}
-			}
-			return waitFor(w.cfg.RetryBackoff)
-		case errors.Is(err, kvrouting.ErrTokenMismatch):
-			ours = false // another migration holds it now: touch nothing of its
-		case errors.Is(err, kvrouting.ErrNotFound):
-		default:
-			return waitFor(w.cfg.RetryBackoff)
-		}
-	}
-	cur := doc
-	if !ours {
+	cur, err := w.cfg.Locker.Release(ctx, res, tok, cached)
+	switch {
+	case err == nil:
+	case errors.Is(err, kvrouting.ErrNotFound):
+		return outcome{body: events.RolledBack{Reason: reason, Phase: st.Phase}}
+	case errors.Is(err, kvrouting.ErrIllegalTransition), errors.Is(err, kvrouting.ErrTokenMismatch):
+		// Not ours to release: our swap may be done, or another
+		// migration may hold the resource now.
 		if cur, err = w.cfg.Locker.Get(ctx, res); err != nil {
 			return waitFor(w.cfg.RetryBackoff)
 		}
-	}
-	// Our swap may have happened, its Swapped event lost, and another
-	// migration have pre-locked or even swapped since: then this is no
-	// rollback, the migration goes on as swapped (issue 14 #2).
-	if swapped, err := w.ownSwap(ctx, st, cur); err != nil {
+	default:
 		return waitFor(w.cfg.RetryBackoff)
-	} else if swapped {
-		w.log.Info("rollback found the swap done: going on as swapped", "migration", st.ID)
-		return outcome{body: events.Swapped{}}
 	}
-	unfence := ours
-	if !ours {
-		unfence = cur.Primary.Region != st.Target
+	// Release also answers "nothing held" when our swap has happened and
+	// the resource has moved on since: only an attempt that never held the
+	// write lock cannot have swapped.
+	if !st.WriteLockedAt.IsZero() {
+		if swapped, err := w.cfg.Locker.Swapped(ctx, res, st.ID, tok, cur); err != nil {
+			return waitFor(w.cfg.RetryBackoff)
+		} else if swapped {
+			w.log.Info("rollback found the swap done: going on as swapped", "migration", st.ID)
+			return outcome{body: events.Swapped{}}
+		}
 	}
-	if unfence && st.Source != "" {
-		eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
-		if err != nil {
+	if st.Source != "" {
+		if err := w.authorize(ctx, st, st.Source, cur); err != nil {
+			w.log.Info("rollback: source authority", "migration", st.ID, "err", err)
 			return waitFor(w.cfg.RetryBackoff)
 		}
-		for _, ep := range eps {
-			if err := ep.ClearFence(ctx, st.Resource, st.Token); err != nil && contract.AsError(err).Code != contract.CodeConflict {
-				return waitFor(w.cfg.RetryBackoff)
-			}
-		}
 	}
-	// No import of this attempt may land at the target from here on, or
-	// after its cleanup (issue 14 #1, grant.go).
-	if err := w.revokeImports(ctx, st); err != nil {
-		return waitFor(w.cfg.RetryBackoff)
-	}
-	// Never ask a region to clean up while routing names it the primary or
-	// a migration's target (contract.Participant.Cleanup; each participant
-	// enforces it under its own lock, this spares the request).
-	if ours && (doc == nil || (doc.Primary.Region != st.Target && doc.Target != st.Target)) {
-		if _, err := w.cleanup(ctx, st, st.Target); err != nil {
+	if st.Target != "" {
+		if _, err := w.cleanup(ctx, st, st.Target, cur); err != nil {
+			w.log.Info("rollback: target cleanup", "migration", st.ID, "err", err)
 			return waitFor(w.cfg.RetryBackoff)
 		}
 	}

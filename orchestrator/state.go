@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/services/contract"
 )
 
 // Fold replays a migration's events from the first and returns its state;
@@ -39,17 +38,6 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 		n.RequestedAt, n.AttemptAt = at, at
 	case events.PreLocked:
 		n.Source, n.WaitUntil, n.LockExpiry = b.Source, b.WaitUntil.UTC(), b.Expiry.UTC()
-		// A later attempt of the same migration finds the document last
-		// released by its own earlier attempt: that names no predecessor,
-		// and overwriting the earlier attempt's link would cut the chain
-		// clearPreviousFence walks (found by chaos: a move back after a
-		// rolled-back first attempt left the old post-swap fence in place).
-		if b.Previous != n.ID {
-			n.Previous = b.Previous
-		}
-		if b.LastSwap != n.ID { // never our own: a swap ends the attempts
-			n.PreviousSwap, n.PreviousSwapToken = b.LastSwap, b.LastSwapToken
-		}
 		n.Phase, n.PreLockedAt = events.PhasePreLocked, at
 	case events.Converged:
 		n.Phase, n.ConvergedAt, n.WaitUntil = events.PhaseConverged, at, at
@@ -63,18 +51,8 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 		if n.ConvergedAt.IsZero() { // escalated in the step the wait ended
 			n.ConvergedAt = lockedAt
 		}
-		n.Phase, n.HardDeleteAt, n.LockExpiry = events.PhaseHardDeleteLocked, lockedAt, b.Expiry.UTC()
-		if b.Fenced { // the hard-delete fence is up: the historical copy starts
-			startHistorical(n, b.Services)
-		}
-	case events.Fenced:
-		switch {
-		case b.PostSwap:
-		case b.Level == contract.FenceHardDelete: // hard-delete fence: the historical copy starts
-			startHistorical(n, b.Services)
-		default: // write fence: the delta starts
-			n.Phase = events.PhaseDelta
-		}
+		n.HardDeleteAt, n.LockExpiry = lockedAt, b.Expiry.UTC()
+		startHistorical(n, b.Services)
 	case events.PageCopied:
 		applyPage(n, b)
 	case events.PagesCopied:
@@ -88,10 +66,7 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 		if !b.At.IsZero() {
 			lockedAt = b.At.UTC()
 		}
-		n.Phase, n.WriteLockedAt, n.LockExpiry = events.PhaseWriteLocked, lockedAt, b.Expiry.UTC()
-		if b.Fenced { // the write fence is up: the delta starts
-			n.Phase = events.PhaseDelta
-		}
+		n.Phase, n.WriteLockedAt, n.LockExpiry = events.PhaseDelta, lockedAt, b.Expiry.UTC()
 	case events.DeltaCopied:
 		applyDelta(n, b)
 	case events.DeltasCopied:
@@ -205,8 +180,8 @@ func addPending(n *events.State, deps []string) {
 	}
 }
 
-// startHistorical records the hard-delete fence at svcs: the historical
-// copy starts, one progress entry per fenced service.
+// startHistorical records the hard-delete lock: the historical copy of
+// svcs starts, one progress entry per service.
 func startHistorical(n *events.State, svcs []string) {
 	n.Phase = events.PhaseHistorical
 	n.Services = nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/contract"
 )
 
@@ -17,12 +18,14 @@ import (
 // and both regions in parallel, within ValidationBudget. Exceeding the
 // budget fails validation.
 //
-// The target's digests are its seals' (copyRun, sealAt): a service that
-// seals lacks is sealed here, at the same time as the source's digests are
-// read. A seal that fails (the target unreachable) is returned as err, a
+// The reads are stamped by d, the document the step holds: the source's
+// (exporting: the write fence is installed at every service before its
+// digests are read) and the target's. The target's digests are those its
+// last delta import answered (copyRun) where there is one. A read that
+// fails (a region unreachable, a stale stamp) is returned as err, a
 // transient failure of the step, not a failed validation: the copy is not
 // known to differ.
-func (w *Worker) validate(ctx context.Context, st *events.State, seals map[string]sealed) (events.Validated, error) {
+func (w *Worker) validate(ctx context.Context, st *events.State, d *kvrouting.Document, digests map[string][]contract.SliceDigest) (events.Validated, error) {
 	start := w.cfg.Clock()
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.ValidationBudget)
 	defer cancel()
@@ -30,9 +33,9 @@ func (w *Worker) validate(ctx context.Context, st *events.State, seals map[strin
 		service string
 		slices  int
 		diff    string
-		err     error // fails validation
-		seal    error // fails the step
+		err     error // fails the step
 	}
+	from, into := w.authorityAt(st, d, st.Source), w.authorityAt(st, d, st.Target)
 	results := make([]result, len(st.Services))
 	var wg sync.WaitGroup
 	for i, p := range st.Services {
@@ -46,40 +49,32 @@ func (w *Worker) validate(ctx context.Context, st *events.State, seals map[strin
 			var s []contract.SliceDigest
 			var serr error
 			var inner sync.WaitGroup
-			inner.Go(func() { s, serr = src.Digests(ctx, st.Resource) })
-			t, ok := seals[p.Service]
+			inner.Go(func() { s, serr = src.Digests(ctx, st.Resource, from) })
+			t, ok := digests[p.Service]
 			if !ok {
-				sp, err := w.sealAt(ctx, st, tgt)
-				if err != nil {
+				if t, err = tgt.Digests(ctx, st.Resource, into); err != nil {
 					inner.Wait()
-					results[i].seal = err
+					results[i].err = fmt.Errorf("digests at the target: %w", err)
 					return
 				}
-				t = *sp
 			}
 			inner.Wait()
 			if serr != nil {
-				results[i].err = fmt.Errorf("digests at the source: %v", serr)
+				results[i].err = fmt.Errorf("digests at the source: %w", serr)
 				return
 			}
-			results[i].slices, results[i].diff = compareDigests(s, t.digests)
-			if results[i].diff != "" && t.refused {
-				results[i].diff += " (the seal found the import grant retired already)"
-			}
+			results[i].slices, results[i].diff = compareDigests(s, t)
 		})
 	}
 	wg.Wait()
 	v := events.Validated{OK: true, Duration: w.cfg.Clock().Sub(start)}
 	var bad []string
 	for _, r := range results {
-		if r.seal != nil {
-			return v, r.seal
+		if r.err != nil && ctx.Err() == nil {
+			return v, fmt.Errorf("%s: %w", r.service, r.err)
 		}
 		v.Slices += r.slices
-		switch {
-		case r.err != nil:
-			bad = append(bad, r.service+": "+r.err.Error())
-		case r.diff != "":
+		if r.diff != "" {
 			bad = append(bad, r.service+": "+r.diff)
 		}
 	}

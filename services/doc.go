@@ -4,6 +4,6 @@
 //
 // StoreParticipant is the contract.Participant the reference services embed;
 // ToError translates the store's and the routing library's errors into the
-// contract's *contract.Error; RoutingCleanupGuard keeps a resource's records
-// where routing says they still belong.
+// contract's *contract.Error; Routed carries a request's routing authority
+// from the API to the store's admission.
 package services

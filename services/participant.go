@@ -2,9 +2,7 @@ package services
 
 import (
 	"context"
-	"errors"
 	"slices"
-	"time"
 
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
@@ -18,26 +16,24 @@ type StoreParticipantOptions struct {
 	// MaxPageBytes caps the encoded size of a page's record data (default
 	// 512 KiB) so a page always fits a NATS message.
 	MaxPageBytes int
-	// KeepOnCleanup is asked under the store's resource lock before
-	// Cleanup deletes anything: true keeps the records (Cleanup returns 0).
-	// It answers from routing: "this region is the resource's primary, or
-	// a migration's target" (RoutingCleanupGuard), the contract's rule for
-	// Cleanup (contract.Participant.Cleanup). Required for Cleanup: without
-	// it Cleanup deletes nothing and fails with CodeInternal.
-	KeepOnCleanup func(ctx context.Context, resource string) (bool, error)
 }
 
 // StoreParticipant implements contract.Participant over a store.Store: the
-// shared implementation the reference services embed. A service whose
-// storage is not a store.Store implements contract.Participant itself and
-// proves it with contracttest.Run.
+// shared implementation the reference services embed. Admission is the
+// store's (store.Store keeps the authority record and decides every
+// operation with contract.Admit in the batch that carries it out). A
+// service whose storage is not a store.Store implements contract.Participant
+// itself and proves it with contracttest.Run.
 type StoreParticipant struct {
 	service string
 	st      *store.Store
 	opts    StoreParticipantOptions
 }
 
-var _ contract.Participant = (*StoreParticipant)(nil)
+var (
+	_ contract.Participant = (*StoreParticipant)(nil)
+	_ contract.Repairer    = (*StoreParticipant)(nil)
+)
 
 // NewStoreParticipant returns the contract of service over st.
 func NewStoreParticipant(service string, st *store.Store, opts StoreParticipantOptions) *StoreParticipant {
@@ -53,10 +49,29 @@ func (p *StoreParticipant) Service() string { return p.service }
 // Store returns the underlying store.
 func (p *StoreParticipant) Store() *store.Store { return p.st }
 
-// Export implements contract.Participant. A historical export with
-// SyncToken 0 issues the token: the store's current change sequence (paper
-// 001 (A2): everything committed before it is historical, everything after
-// is delta).
+// Authorize implements contract.Participant.
+func (p *StoreParticipant) Authorize(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
+	if err := ctx.Err(); err != nil {
+		return contract.Authority{}, ToError(err)
+	}
+	got, err := p.st.Admit(resource, contract.OpAuthorize, a)
+	return got, toErr(err)
+}
+
+// Repair implements contract.Repairer (store.Store.Repair).
+func (p *StoreParticipant) Repair(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
+	if err := ctx.Err(); err != nil {
+		return contract.Authority{}, ToError(err)
+	}
+	prev, err := p.st.Repair(resource, a)
+	return prev, toErr(err)
+}
+
+// Export implements contract.Participant: the request's authority is
+// installed first (store.Store.Admit), then a historical export with
+// SyncToken 0 issues the token: the store's current change sequence
+// (paper 001 (A2): everything committed before it is historical,
+// everything after is delta, and every delete after it is a tombstone).
 func (p *StoreParticipant) Export(ctx context.Context, req contract.ExportRequest) (contract.Page, error) {
 	if err := ctx.Err(); err != nil {
 		return contract.Page{}, ToError(err)
@@ -70,14 +85,24 @@ func (p *StoreParticipant) Export(ctx context.Context, req contract.ExportReques
 	if req.Limit > 10_000 {
 		return contract.Page{}, contract.Errorf(contract.CodeInvalid, "page limit %d above 10000", req.Limit)
 	}
-	page := contract.Page{Service: p.service, Resource: req.Resource, Mode: req.Mode, SyncToken: req.SyncToken, Cursor: req.Cursor}
-	var upto uint64
+	op := contract.OpExportHistorical
 	switch req.Mode {
 	case contract.Historical:
+		if req.SyncToken == 0 && req.Cursor != 0 {
+			return contract.Page{}, contract.Errorf(contract.CodeInvalid, "historical export with a cursor but no sync token")
+		}
+	case contract.Delta:
+		op = contract.OpExportDelta
+	default:
+		return contract.Page{}, contract.Errorf(contract.CodeInvalid, "export mode %d", req.Mode)
+	}
+	if _, err := p.st.Admit(req.Resource, op, req.Authority); err != nil {
+		return contract.Page{}, ToError(err)
+	}
+	page := contract.Page{Service: p.service, Resource: req.Resource, Mode: req.Mode, SyncToken: req.SyncToken, Cursor: req.Cursor}
+	var upto uint64
+	if req.Mode == contract.Historical {
 		if req.SyncToken == 0 {
-			if req.Cursor != 0 {
-				return contract.Page{}, contract.Errorf(contract.CodeInvalid, "historical export with a cursor but no sync token")
-			}
 			tok, err := p.st.SyncToken(req.Resource)
 			if err != nil {
 				return contract.Page{}, ToError(err)
@@ -92,13 +117,9 @@ func (p *StoreParticipant) Export(ctx context.Context, req contract.ExportReques
 			page.Next = req.Cursor
 			return page, nil
 		}
-	case contract.Delta:
-		if req.Cursor < req.SyncToken {
-			req.Cursor = req.SyncToken
-			page.Cursor = req.SyncToken
-		}
-	default:
-		return contract.Page{}, contract.Errorf(contract.CodeInvalid, "export mode %d", req.Mode)
+	} else if req.Cursor < req.SyncToken {
+		req.Cursor = req.SyncToken
+		page.Cursor = req.SyncToken
 	}
 	recs, last, more, err := p.st.Changes(req.Resource, req.Cursor, upto, req.Limit)
 	if err != nil {
@@ -141,29 +162,46 @@ func (p *StoreParticipant) discover(recs []contract.Record) []string {
 	return slices.Compact(deps)
 }
 
-// Import implements contract.Participant.
-func (p *StoreParticipant) Import(ctx context.Context, page contract.Page) (contract.ImportResult, error) {
+// Import implements contract.Participant (store.Store.Import, then the
+// digests when asked).
+func (p *StoreParticipant) Import(ctx context.Context, req contract.ImportRequest) (contract.ImportResult, error) {
 	if err := ctx.Err(); err != nil {
 		return contract.ImportResult{}, ToError(err)
 	}
-	if page.Service != "" && page.Service != p.service {
-		return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page of service %q imported into %q", page.Service, p.service)
+	if req.Resource == "" {
+		return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "import: empty resource")
 	}
-	var n int
-	var err error
-	if page.Grant != "" {
-		n, err = p.st.ImportGranted(page.Resource, page.Grant, page.Records)
-	} else {
-		n, err = p.st.Import(page.Resource, page.Records)
+	var recs []contract.Record
+	if pg := req.Page; pg != nil {
+		if pg.Service != "" && pg.Service != p.service {
+			return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page of service %q imported into %q", pg.Service, p.service)
+		}
+		if pg.Resource != "" && pg.Resource != req.Resource {
+			return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page of %q in an import of %q", pg.Resource, req.Resource)
+		}
+		recs = pg.Records
 	}
+	applied, removed, err := p.st.Import(req.Resource, req.Authority, req.Reset, recs)
 	if err != nil {
 		return contract.ImportResult{}, ToError(err)
 	}
-	return contract.ImportResult{Applied: n, Total: len(page.Records)}, nil
+	res := contract.ImportResult{Applied: applied, Total: len(recs), Removed: removed}
+	if req.Digests {
+		if res.Digests, err = p.st.Digests(req.Resource); err != nil {
+			return contract.ImportResult{}, ToError(err)
+		}
+	}
+	return res, nil
 }
 
 // Digests implements contract.Participant.
-func (p *StoreParticipant) Digests(ctx context.Context, resource string) ([]contract.SliceDigest, error) {
+func (p *StoreParticipant) Digests(ctx context.Context, resource string, a contract.Authority) ([]contract.SliceDigest, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, ToError(err)
+	}
+	if _, err := p.st.Admit(resource, contract.OpDigests, a); err != nil {
+		return nil, ToError(err)
+	}
 	d, err := p.st.Digests(resource)
 	return d, toErr(err)
 }
@@ -187,71 +225,12 @@ func (p *StoreParticipant) ReadSlice(ctx context.Context, resource string, from,
 	}
 }
 
-// SetFence implements contract.Participant.
-func (p *StoreParticipant) SetFence(ctx context.Context, resource string, f contract.Fence) error {
-	return toErr(p.st.SetFence(resource, f))
-}
-
-// ClearFence implements contract.Participant.
-func (p *StoreParticipant) ClearFence(ctx context.Context, resource, token string) error {
-	return toErr(p.st.ClearFence(resource, token))
-}
-
-var _ contract.ImportGate = (*StoreParticipant)(nil)
-
-// GrantImport implements contract.ImportGate (store.Store.GrantImport).
-func (p *StoreParticipant) GrantImport(ctx context.Context, resource, token string, expiry time.Time) error {
-	return toErr(p.st.GrantImport(resource, token, expiry))
-}
-
-// ResetForCopy implements contract.ImportGate (store.Store.ResetGranted).
-func (p *StoreParticipant) ResetForCopy(ctx context.Context, resource, token string) (int, error) {
-	n, err := p.st.ResetGranted(resource, token)
-	return n, toErr(err)
-}
-
-// RevokeImport implements contract.ImportGate (store.Store.RevokeImport).
-func (p *StoreParticipant) RevokeImport(ctx context.Context, resource, token string) error {
-	return toErr(p.st.RevokeImport(resource, token))
-}
-
-var _ contract.FenceAdmin = (*StoreParticipant)(nil)
-
-// ForceClearFence implements contract.FenceAdmin: the store's admin clear
-// (store.Store.ForceClearFence) of an active fence; CodeNotFound when none
-// is active.
-func (p *StoreParticipant) ForceClearFence(ctx context.Context, resource string) (contract.Fence, error) {
-	f, err := p.st.GetFence(resource)
-	switch {
-	case errors.Is(err, store.ErrCorrupt): // the admin path clears a corrupt fence too
-	case err != nil:
-		return contract.Fence{}, toErr(err)
-	case !f.Active(time.Now()):
-		return contract.Fence{}, contract.Errorf(contract.CodeNotFound, "%s: no active fence at %s", resource, p.service)
+// Cleanup implements contract.Participant (store.Store.Cleanup).
+func (p *StoreParticipant) Cleanup(ctx context.Context, resource string, a contract.Authority) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, ToError(err)
 	}
-	if err := p.st.ForceClearFence(resource); err != nil {
-		return contract.Fence{}, toErr(err)
-	}
-	return f, nil
-}
-
-// Cleanup implements contract.Participant: it deletes nothing while
-// KeepOnCleanup says the region is the resource's primary or a migration's
-// target, and nothing at all without KeepOnCleanup (CodeInternal).
-func (p *StoreParticipant) Cleanup(ctx context.Context, resource string) (int, error) {
-	g := p.opts.KeepOnCleanup
-	keep := func() (bool, uint64, error) {
-		if g == nil {
-			return false, 0, contract.Errorf(contract.CodeInternal,
-				"cleanup of %s by %s: no cleanup guard (StoreParticipantOptions.KeepOnCleanup) to tell whether this region is its primary", resource, p.service)
-		}
-		// A guard that reads routing (RoutingCleanupGuard) reports the
-		// revision it read; the store's watermark rises to it.
-		gctx, rev := withGuardRevision(ctx)
-		kept, err := g(gctx, resource)
-		return kept, *rev, err
-	}
-	n, _, err := p.st.DeleteAllUnlessRouted(resource, keep)
+	n, err := p.st.Cleanup(resource, a)
 	return n, toErr(err)
 }
 

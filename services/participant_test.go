@@ -8,16 +8,15 @@ import (
 
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
-	"github.com/cutover/cutover/services/contracttest"
 	"github.com/cutover/cutover/services/store"
 )
 
-// TestCleanupNeedsItsGuard: a StoreParticipant never cleans up without a
-// cleanup guard: it cannot tell whether its region is the resource's
-// primary or a migration's target, and deleting there would delete live
-// data (contract.Participant.Cleanup, issue 14 #4). With
-// RoutingCleanupGuard it keeps the resource exactly there.
-func TestCleanupNeedsItsGuard(t *testing.T) {
+// TestCleanupNeedsASecondary: a StoreParticipant removes a resource's
+// records only under an authority that makes its store a secondary: never
+// without one, never at a primary or an importing target, and never under
+// an authority older than the one it holds (a late cleanup after the
+// resource came back).
+func TestCleanupNeedsASecondary(t *testing.T) {
 	const res = "conv/guarded"
 	st, err := store.Open(store.Options{FS: vfs.NewMem()})
 	if err != nil {
@@ -28,31 +27,27 @@ func TestCleanupNeedsItsGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	n, err := services.NewStoreParticipant("messages", st, services.StoreParticipantOptions{}).Cleanup(ctx, res)
-	if err == nil || n != 0 {
-		t.Fatalf("Cleanup without a guard = %d, %v; want an error and nothing deleted", n, err)
+	p := services.NewStoreParticipant("messages", st, services.StoreParticipantOptions{})
+	if _, err := p.Authorize(ctx, res, contract.Authority{Rev: 3, Role: contract.RolePrimary}); err != nil {
+		t.Fatal(err)
 	}
-	if c := contract.AsError(err).Code; c != contract.CodeInternal {
-		t.Fatalf("Cleanup without a guard: code %s, want %s", c, contract.CodeInternal)
+	for _, c := range []struct {
+		a    contract.Authority
+		code contract.Code
+	}{
+		{contract.Authority{}, contract.CodeInvalid},
+		{contract.Authority{Rev: 3, Role: contract.RolePrimary}, contract.CodeConflict},
+		{contract.Authority{Rev: 4, Role: contract.RoleImporting}, contract.CodeConflict},
+		{contract.Authority{Rev: 2, Role: contract.RoleSecondary}, contract.CodeConflict},
+	} {
+		if n, err := p.Cleanup(ctx, res, c.a); n != 0 || contract.AsError(err).Code != c.code {
+			t.Fatalf("Cleanup under %s = %d, %v; want %s and nothing deleted", c.a, n, err, c.code)
+		}
 	}
 	if live, _, _ := st.Count(res); live != 1 {
 		t.Fatalf("%d records left, want 1", live)
 	}
-
-	routing := contracttest.NewRouting()
-	p := services.NewStoreParticipant("messages", st, services.StoreParticipantOptions{KeepOnCleanup: services.RoutingCleanupGuard(routing, "eu")})
-	for _, r := range [][2]string{{"eu", ""}, {"us", "eu"}} {
-		if err := routing.Route(res, r[0], r[1]); err != nil {
-			t.Fatal(err)
-		}
-		if n, err := p.Cleanup(ctx, res); err != nil || n != 0 {
-			t.Fatalf("Cleanup at eu with primary %q, target %q = %d, %v; want 0, nil", r[0], r[1], n, err)
-		}
-	}
-	if err := routing.Route(res, "us", ""); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := p.Cleanup(ctx, res); err != nil || n != 1 {
-		t.Fatalf("Cleanup at eu, neither primary nor target = %d, %v; want 1, nil", n, err)
+	if n, err := p.Cleanup(ctx, res, contract.Authority{Rev: 5, Role: contract.RoleSecondary}); err != nil || n != 1 {
+		t.Fatalf("Cleanup at a secondary = %d, %v; want 1, nil", n, err)
 	}
 }

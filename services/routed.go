@@ -3,20 +3,22 @@ package services
 import (
 	"context"
 	"sync"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
-// Routed carries, through a request's context, the routing revision the
-// request's resource was routed by (set once the API has routed it). A
-// service's reads of that resource pass it to the store, which refuses them
-// with store.ErrMoved where a fence says that routing is too old
-// (contract.Fence.RefusesRead, issue 15 #3): the resource is moving or has
-// moved away from that region, and the API resolves it again. Reads of
-// other resources (a message's media), and reads without one (a migration's
-// own validation, tools), are never refused.
+// Routed carries, through a request's context, the authority the request's
+// resource was routed by (kvrouting.Decision.Authority, set once the API
+// has routed it). A service's reads of that resource pass it to the store,
+// which admits them against its own authority record (contract.Admit): a
+// read routed by an older revision, or reaching a store that is no longer
+// the resource's location, is refused as moved and the API resolves it
+// again. Reads of other resources (a message's media), and reads without
+// one (a migration's own validation, tools), carry no stamp.
 type Routed struct {
 	mu       sync.Mutex
 	resource string
-	rev      uint64
+	auth     contract.Authority
 }
 
 type routedKey struct{}
@@ -27,25 +29,25 @@ func WithRouted(ctx context.Context) (context.Context, *Routed) {
 	return context.WithValue(ctx, routedKey{}, r), r
 }
 
-// SetRouted records that ctx's request on resource ("kind/id") was routed by
-// revision rev, if ctx carries a *Routed.
-func SetRouted(ctx context.Context, resource string, rev uint64) {
+// SetRouted records that ctx's request on resource ("kind/id") was routed
+// with authority a, if ctx carries a *Routed.
+func SetRouted(ctx context.Context, resource string, a contract.Authority) {
 	if r, ok := ctx.Value(routedKey{}).(*Routed); ok {
 		r.mu.Lock()
-		r.resource, r.rev = resource, rev
+		r.resource, r.auth = resource, a
 		r.mu.Unlock()
 	}
 }
 
-// RoutedRevision is the revision ctx's request on resource was routed by,
-// 0 if none.
-func RoutedRevision(ctx context.Context, resource string) uint64 {
+// RoutedAuthority is the authority ctx's request on resource was routed
+// with, zero if none.
+func RoutedAuthority(ctx context.Context, resource string) contract.Authority {
 	if r, ok := ctx.Value(routedKey{}).(*Routed); ok {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.resource == resource {
-			return r.rev
+			return r.auth
 		}
 	}
-	return 0
+	return contract.Authority{}
 }

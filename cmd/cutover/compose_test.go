@@ -557,7 +557,7 @@ func TestSweepRegions(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := st.DeleteTombstone("conv/x", "a"); err != nil {
+			if _, err := st.DeleteAt("conv/x", "a", true, store.Authority{}); err != nil {
 				t.Fatal(err)
 			}
 		}

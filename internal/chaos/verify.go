@@ -25,7 +25,7 @@ func (r *run) verify(ctx context.Context, reader *client.Client) error {
 	res, err := check.Run(ctx, check.Config{Ledger: r.led, Convs: convs, Reader: reader, Routing: r.sys.Locker.Get,
 		Observer: r.obs, ClockSkew: lc.ClockSkew, WriteLease: lc.WriteLease, Paused: paused,
 		Stamps: check.RegionStamps(r.sys.Regions), Migrations: all, Orch: r.sys.Orch,
-		Fences: check.RegionFences(r.sys.Regions), Regions: r.sys.Config.Regions,
+		Authorities: check.RegionAuthorities(r.sys.Regions), Regions: r.sys.Config.Regions,
 		CleanupWindow: r.sys.Config.Orchestrator.CleanupWindow, CleanupSlack: 30 * time.Second})
 	if err != nil {
 		return err

@@ -45,10 +45,11 @@ type Config struct {
 	// Stamps, when set with Observer, reads the records of a resource at a
 	// region (RegionStamps) for the old-location check.
 	Stamps Stamps
-	// Fences, when set, reads the store fences of a resource at a region:
-	// no fence may be active at a primary once the run has ended
+	// Authorities, when set, reads the authority records of a resource at
+	// a region: none may refuse a user request routed by the current
+	// routing document at the primary once the run has ended
 	// (Invariants.FencedPrimaries).
-	Fences Fences
+	Authorities Authorities
 	// Regions, with Stamps and Observer, are every region a resource may
 	// hold data in; a region that is not the resource's primary may hold
 	// its records only while it is an old primary within CleanupWindow
@@ -94,28 +95,29 @@ type Stamp struct {
 // Stamps reads the records of resource held at region.
 type Stamps func(ctx context.Context, region, resource string) ([]Stamp, error)
 
-// Fences reads the store fences of resource at region (one per service).
-type Fences func(ctx context.Context, region, resource string) ([]contract.Fence, error)
+// Authorities reads the authority records of resource at region (one per
+// service).
+type Authorities func(ctx context.Context, region, resource string) ([]contract.Authority, error)
 
-// RegionFences reads fences from the stores of regions' conversation
-// services.
-func RegionFences(regions map[string]*chat.Region) Fences {
-	return func(ctx context.Context, region, resource string) ([]contract.Fence, error) {
+// RegionAuthorities reads authority records from the stores of regions'
+// conversation services.
+func RegionAuthorities(regions map[string]*chat.Region) Authorities {
+	return func(ctx context.Context, region, resource string) ([]contract.Authority, error) {
 		reg := regions[region]
 		if reg == nil {
 			return nil, nil
 		}
-		var out []contract.Fence
+		var out []contract.Authority
 		for _, p := range reg.ParticipantsFor(chat.KindConversation) {
 			sp, ok := p.(interface{ Store() *store.Store })
 			if !ok || sp.Store() == nil {
 				continue
 			}
-			f, err := sp.Store().GetFence(resource)
+			a, err := sp.Store().Authority(resource)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, f)
+			out = append(out, a)
 		}
 		return out, nil
 	}
@@ -204,18 +206,18 @@ func (c Config) conversation(ctx context.Context, r *Report, conv string) error 
 		inv.sample("%s not at the target: %s", conv, doc.Primary.Region)
 	}
 
-	// No fence in force at the authoritative region.
-	if c.Fences != nil {
-		fs, err := c.Fences(ctx, doc.Primary.Region, res.String())
+	// No store at the authoritative region refuses what routing allows.
+	if c.Authorities != nil {
+		as, err := c.Authorities(ctx, doc.Primary.Region, res.String())
 		if err != nil {
-			return fmt.Errorf("check: fences of %s at %s: %w", conv, doc.Primary.Region, err)
+			return fmt.Errorf("check: authority of %s at %s: %w", conv, doc.Primary.Region, err)
 		}
-		for _, f := range fs {
-			if f.Active(time.Now()) {
+		routed := doc.AuthorityAt(doc.Primary.Region, c.ClockSkew)
+		for _, a := range as {
+			if d := contract.Admit(a, contract.OpCreate, routed, time.Now()); d.Verdict != contract.Allow {
 				inv.FencedPrimaries++
-				inv.sample("%s fence at the primary %s of %s set %s until %s by %s; routing: last migration %s, last swap %+v",
-					f.Level, doc.Primary.Region, conv, f.SetAt.Format("15:04:05.000"), f.Expiry.Format("15:04:05.000"),
-					c.tokenOwner(ctx, f.Token), doc.LastMigrationID, doc.LastSwap)
+				inv.sample("the primary %s of %s refuses a new message routed by revision %d (%s): it holds %s (%s); routing: last migration %s, last swap %+v",
+					doc.Primary.Region, conv, doc.Revision, d.Verdict, a, d.Why, doc.LastMigrationID, doc.LastSwap)
 				break
 			}
 		}
@@ -751,7 +753,7 @@ func userFences(inv *Invariants, conv string, rs []workload.Refusal, hs []Revisi
 		// Only refusals of a write lock or of its fence hold writes;
 		// "moved" and its kin redirect (the server re-resolves; a client
 		// meets them only when that failed, under a leader kill).
-		if r.API != 0 || !(strings.Contains(r.Why, `"lock":"write lock"`) || strings.Contains(r.Why, `"lock":"fence write"`)) {
+		if r.API != 0 || !(strings.Contains(r.Why, `"lock":"write lock"`) || strings.Contains(r.Why, `"lock":"`+contract.LockWriteFence+`"`)) {
 			continue
 		}
 		i := slices.IndexFunc(spans, func(s lockSpan) bool { return !s.start.After(r.End) && !s.end.Before(r.Start) })

@@ -11,6 +11,7 @@ import (
 	"github.com/cutover/cutover/internal/check"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
+	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/client"
 	"github.com/cutover/cutover/services/contract"
@@ -130,7 +131,7 @@ func TestCheckCatchesFencedPrimaryAndLeftovers(t *testing.T) {
 	}
 	cfg := check.Config{Ledger: led, Convs: []string{"fenced", "leak"}, Reader: c, Routing: sys.Locker.Get, Observer: obs,
 		ClockSkew: sys.Config.ClockSkew, WriteLease: sys.Config.Locks.WriteLease, Stamps: check.RegionStamps(sys.Regions),
-		Fences: check.RegionFences(sys.Regions), Regions: sys.Config.Regions, CleanupWindow: time.Minute}
+		Authorities: check.RegionAuthorities(sys.Regions), Regions: sys.Config.Regions, CleanupWindow: time.Minute}
 	rep, err := check.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -147,12 +148,18 @@ func TestCheckCatchesFencedPrimaryAndLeftovers(t *testing.T) {
 		t.Fatalf("no store at %s", region)
 		return nil
 	}
-	// Mutations behind the system's back: a fence stranded at the primary;
-	// a record imported where the resource never was the primary.
-	if err := storeAt(sys.Source).SetFence("conv/fenced", contract.Fence{Level: contract.FenceWrite, Token: "stranded", Expiry: time.Now().Add(time.Hour)}); err != nil {
+	// Mutations behind the system's back: an authority stranded at the
+	// primary (one that refuses what routing allows); a record imported
+	// where the resource never was the primary.
+	fenced, err := sys.Locker.Get(ctx, kvrouting.Resource{Kind: "conv", ID: "fenced"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := storeAt(sys.Target).Import("conv/leak", []store.Record{{ID: "late", Kind: "message", Version: 1, CreatedAt: 1, Data: []byte("x")}}); err != nil {
+	stranded := contract.Authority{Rev: fenced.Revision, Role: contract.RoleExporting, Until: contract.UntilOf(time.Now().Add(time.Hour))}
+	if _, err := storeAt(sys.Source).Repair("conv/fenced", stranded); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := storeAt(sys.Target).Import("conv/leak", contract.Authority{Rev: 1, Role: contract.RoleImporting}, false, []store.Record{{ID: "late", Kind: "message", Version: 1, CreatedAt: 1, Data: []byte("x")}}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = check.Run(ctx, cfg)

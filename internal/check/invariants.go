@@ -52,9 +52,10 @@ type Invariants struct {
 	// deleted message found again. Writes with an unknown outcome may or
 	// may not show.
 	StaleReads int `json:"stale_reads"`
-	// FencedPrimaries: an active store fence at a resource's primary once
-	// every migration has ended (users would get 423 at the authoritative
-	// region until it lapses).
+	// FencedPrimaries: a store at a resource's primary whose authority
+	// record refuses a new message routed by the current routing document
+	// once every migration has ended (users would get 423, or "moved" for
+	// ever, at the authoritative region).
 	FencedPrimaries int `json:"fenced_primaries"`
 	// TargetLeftovers: records of a resource held in a region that is not
 	// its primary and not an old primary within its cleanup window (a

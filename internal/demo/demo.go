@@ -159,7 +159,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	lc := sys.Locker.Config()
 	res, err := check.Run(ctx, check.Config{Ledger: led, Convs: ids, Reader: seeder, Routing: sys.Locker.Get,
 		Source: source, Target: target, Observer: obs, ClockSkew: lc.ClockSkew, WriteLease: lc.WriteLease,
-		Stamps: check.RegionStamps(sys.Regions), Fences: check.RegionFences(sys.Regions), Regions: sys.Config.Regions,
+		Stamps: check.RegionStamps(sys.Regions), Authorities: check.RegionAuthorities(sys.Regions), Regions: sys.Config.Regions,
 		CleanupWindow: sys.Config.Orchestrator.CleanupWindow, CleanupSlack: 30 * time.Second})
 	if err != nil {
 		return nil, err

@@ -124,12 +124,12 @@ func makePlan(ctx context.Context, r StartRequest) (Plan, error) {
 			check("service "+svc+" at the target", false, "%s answers at %s, not at %s", svc, p.Source, r.Target)
 		}
 	}
-	// Every contract service implements fences (contract.Participant's
-	// SetFence): answering its digests proves it answers the contract.
+	// Every contract service keeps authority records (contract.Participant):
+	// answering its digests proves it answers the contract.
 	for _, svc := range atSource {
 		c := contractnats.Dial(o.nc, o.js, p.Source, svc)
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		ds, err := c.Digests(dctx, res.String())
+		ds, err := c.Digests(dctx, res.String(), contract.Authority{})
 		cancel()
 		if err != nil {
 			check("service "+svc+" answers", false, "digests: %v", err)

@@ -7,61 +7,71 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
 )
 
 // ErrNoFence is wrapped by ClearFence's error when no service at the
-// region holds an active fence on the resource: nothing was changed.
-var ErrNoFence = errors.New("no active fence")
+// region holds a stranded authority record (one that decides a request
+// routed by the current routing document otherwise than the document
+// does): nothing was changed.
+var ErrNoFence = errors.New("no stranded authority")
 
 // ErrFenceInUse is wrapped by ClearFence's error when the region is the
-// source or the target of a migration in flight: its fences are that
-// migration's own (`cutover lock force-release` is the escape hatch for a
-// stuck migration). Nothing was changed.
-var ErrFenceInUse = errors.New("fence belongs to a migration in flight")
+// source or the target of a migration in flight: its stores' authority is
+// that migration's to set (`cutover lock force-release` is the escape hatch
+// for a stuck migration). Nothing was changed.
+var ErrFenceInUse = errors.New("authority belongs to a migration in flight")
 
-// ClearFenceRequest is `cutover fence clear`: remove a stranded write
-// fence, for instance a post-swap fence left at what has become the
-// primary (issue 14 #2), whatever its token.
+// ClearFenceRequest is `cutover fence clear`: repair a resource's
+// authority records at a region, for instance a record that refuses users
+// at what has become the primary, or one left at a higher revision than
+// the routing stream's (a routing bucket recreated).
 type ClearFenceRequest struct {
 	// NATS is the deployment's URL (several comma separated).
 	NATS string
-	// Resource is the fenced resource, "kind/id".
+	// Resource is the resource, "kind/id".
 	Resource string
-	// Region is where the fence is.
+	// Region is where the records are.
 	Region string
-	// Approvers approve the clear; at least two distinct ones (trimmed,
+	// Approvers approve the repair; at least two distinct ones (trimmed,
 	// case-insensitive) are needed, as for ForceRelease.
 	Approvers []string
 	// Reason says why; it is recorded in the audit event.
 	Reason string
-	// JSON prints the audit event, the cleared fences and the routing
+	// JSON prints the audit event, the repaired records and the routing
 	// document as JSON.
 	JSON bool
 }
 
-// clearedFenceJSON is one cleared fence for --json; the token is redacted.
+// clearedFenceJSON is one repaired record for --json: the record replaced
+// (its role as level, its until as expiry; records carry no token) and
+// both records as the admission table writes them.
 type clearedFenceJSON struct {
-	Service string `json:"service"`
-	Level   string `json:"level"`
-	Token   string `json:"token"`
-	Expiry  string `json:"expiry"`
+	Service  string `json:"service"`
+	Level    string `json:"level"`
+	Token    string `json:"token"`
+	Expiry   string `json:"expiry"`
+	Previous string `json:"previous"`
+	Repaired string `json:"repaired"`
 }
 
-// ClearFence force-clears r.Resource's fence at every service of
-// r.Region that holds an active one (contract.FenceAdmin), then records a
-// fence-force-cleared audit event with the approvers on the migration
-// event stream, and prints what it cleared. Errors, each before anything
-// is changed: ErrUsage for a malformed resource or region or fewer than
-// two distinct approvers (before connecting); a region no contract service
-// answers in; a resource without a routing document; ErrFenceInUse when a
-// migration in flight has r.Region as its source or target; ErrNoFence
-// when no service there holds an active fence. A failure after a clear
-// still records the audit of what was cleared. Any goroutine may call it.
+// ClearFence repairs r.Resource's authority record at every service of
+// r.Region whose record is stranded — it decides a read or a write routed
+// by the routing document (a leader read) otherwise than the document does
+// — with the authority the document gives the region (contract.Repairer:
+// the record is replaced whatever it holds), then records a fence-force-cleared audit
+// event with the approvers on the migration event stream, and prints what
+// it repaired. Errors, each before anything is changed: ErrUsage for a
+// malformed resource or region or fewer than two distinct approvers
+// (before connecting); a region no contract service answers in; a resource
+// without a routing document; ErrFenceInUse when a migration in flight has
+// r.Region as its source or target; ErrNoFence when no record there is
+// stranded. A failure after a repair
+// still records the audit of what was repaired. Any goroutine may call it.
 func ClearFence(ctx context.Context, r ClearFenceRequest, stdout, stderr io.Writer) error {
 	res, err := parseResource(r.Resource)
 	if err != nil {
@@ -88,54 +98,74 @@ func ClearFence(ctx context.Context, r ClearFenceRequest, stdout, stderr io.Writ
 		return err
 	}
 	if doc.MigrationID != "" && !doc.Primary.Lock.IsZero() && (r.Region == doc.Primary.Region || r.Region == doc.Target) {
-		return fmt.Errorf("%w: migration %s holds %s (%s lock, %s → %s); its fences are its own, use `cutover lock force-release` for a stuck migration; nothing changed",
+		return fmt.Errorf("%w: migration %s holds %s (%s lock, %s → %s); its stores' authority is its own, use `cutover lock force-release` for a stuck migration; nothing changed",
 			ErrFenceInUse, doc.MigrationID, res, doc.Primary.Lock.Type, doc.Primary.Region, doc.Target)
 	}
+	// No migration holds the region: its authority has no lease to end.
+	want := doc.AuthorityAt(r.Region, 0)
 	var (
-		cleared []clearedFenceJSON
-		names   []string
-		token   string
-		failed  error
+		repaired []clearedFenceJSON
+		names    []string
+		first    contract.Authority
+		failed   error
 	)
 	for _, svc := range svcs {
-		f, err := contractnats.Dial(o.nc, o.js, r.Region, svc).ForceClearFence(ctx, res.String())
+		c := contractnats.Dial(o.nc, o.js, r.Region, svc)
+		held, err := c.Authorize(ctx, res.String(), contract.Authority{})
+		if err == nil && !stranded(held, want) {
+			continue
+		}
+		prev, err := c.Repair(ctx, res.String(), want)
 		if err != nil {
-			if contract.AsError(err).Code == contract.CodeNotFound {
-				continue
-			}
-			failed = fmt.Errorf("clear the fence of %s at %s/%s: %w", res, r.Region, svc, err)
+			failed = fmt.Errorf("repair the authority of %s at %s/%s: %w", res, r.Region, svc, err)
 			break
 		}
-		tok := kvrouting.Token(f.Token).Redacted()
-		if token == "" {
-			token = tok
+		if len(names) == 0 {
+			first = prev
 		}
 		names = append(names, svc)
-		cleared = append(cleared, clearedFenceJSON{Service: svc, Level: f.Level.String(), Token: tok, Expiry: rfc(f.Expiry)})
+		j := clearedFenceJSON{Service: svc, Level: string(prev.RoleOf()), Previous: prev.String(), Repaired: want.String()}
+		if prev.Until != 0 {
+			j.Expiry = rfc(time.UnixMilli(prev.Until))
+		}
+		repaired = append(repaired, j)
 	}
-	if len(cleared) == 0 {
+	if len(repaired) == 0 {
 		if failed != nil {
 			return failed
 		}
-		return fmt.Errorf("%w on %s at %s (services: %s); nothing changed", ErrNoFence, res, r.Region, strings.Join(svcs, ", "))
+		return fmt.Errorf("%w on %s at %s: every service there decides as routing does (%s; services: %s); nothing changed", ErrNoFence, res, r.Region, want, strings.Join(svcs, ", "))
 	}
 	audit, err := o.orch.Audit(ctx, events.FenceForceCleared{Resource: res.String(), Region: r.Region, Services: names,
-		Token: token, Approvers: r.Approvers, Reason: r.Reason})
+		Previous: first.String(), Repaired: want.String(), Approvers: r.Approvers, Reason: r.Reason})
 	if err != nil {
-		return fmt.Errorf("cleared the fence of %s at %s (%s) but could not record the audit event: %w", res, r.Region, strings.Join(names, ", "), noStream(err))
+		return fmt.Errorf("repaired the authority of %s at %s (%s) but could not record the audit event: %w", res, r.Region, strings.Join(names, ", "), noStream(err))
 	}
 	if failed != nil {
-		return fmt.Errorf("%w (cleared at %s; audited as %s)", failed, strings.Join(names, ", "), audit.MigrationID)
+		return fmt.Errorf("%w (repaired at %s; audited as %s)", failed, strings.Join(names, ", "), audit.MigrationID)
 	}
 	if r.JSON {
-		return writeJSON(stdout, map[string]any{"audit": toEventJSON(0, audit), "cleared": cleared, "routing": toRoutingJSON(doc)})
+		return writeJSON(stdout, map[string]any{"audit": toEventJSON(0, audit), "cleared": repaired, "routing": toRoutingJSON(doc)})
 	}
-	for _, c := range cleared {
-		fmt.Fprintf(stdout, "cleared the %s fence of %s at %s/%s (token %s, until %s)\n", c.Level, res, r.Region, c.Service, c.Token, c.Expiry)
+	for _, c := range repaired {
+		fmt.Fprintf(stdout, "repaired the authority of %s at %s/%s: %s → %s\n", res, r.Region, c.Service, c.Previous, c.Repaired)
 	}
 	fmt.Fprintf(stdout, "audited as %s on %s (approved by %s)\n", audit.Type, audit.MigrationID, strings.Join(r.Approvers, " + "))
 	printRouting(stdout, doc)
 	return nil
+}
+
+// stranded reports whether the record held decides a read or a write
+// routed by the authority want (the routing document's) otherwise than
+// want itself does.
+func stranded(held, want contract.Authority) bool {
+	now := time.Now()
+	for _, op := range []contract.Op{contract.OpRead, contract.OpCreate} {
+		if contract.Admit(held, op, want, now).Verdict != contract.Admit(want, op, want, now).Verdict {
+			return true
+		}
+	}
+	return false
 }
 
 // servicesAt returns the contract services answering at region, sorted;

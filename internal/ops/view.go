@@ -46,26 +46,16 @@ func describe(e *events.Envelope) string {
 		return b.Reason
 	case events.HardDeleteLocked:
 		line := "deletes become tombstones; lease until " + clock(b.Expiry)
-		if b.Fenced {
-			line += "; hard-delete fence at " + strings.Join(b.Services, ",")
+		if len(b.Services) > 0 {
+			line += "; historical copy of " + strings.Join(b.Services, ",")
 		}
 		return line
-	case events.Fenced:
-		what := "fence"
-		if b.PostSwap {
-			what = "post-swap fence"
-		}
-		return fmt.Sprintf("%s level %d at %s", what, b.Level, strings.Join(b.Services, ","))
 	case events.PageCopied:
 		return pageLine(b.Service, b.Count, b.Cursor, b.Next, b.More, b.Dependents)
 	case events.Renewed:
 		return "lease until " + clock(b.Expiry)
 	case events.WriteLocked:
-		line := "writes get 423 until swap; lease until " + clock(b.Expiry)
-		if b.Fenced {
-			line += "; write fence at " + strings.Join(b.Services, ",")
-		}
-		return line
+		return "writes get 423 until swap; lease until " + clock(b.Expiry)
 	case events.DeltaCopied:
 		return pageLine(b.Service, b.Count, b.Cursor, b.Next, b.More, b.Dependents)
 	case events.PagesCopied:
@@ -130,7 +120,7 @@ func describe(e *events.Envelope) string {
 	case events.ForceReleased:
 		return fmt.Sprintf("%s released by %s: %s", b.Resource, strings.Join(b.Approvers, " + "), b.Reason)
 	case events.FenceForceCleared:
-		return fmt.Sprintf("%s fence cleared at %s (%s; token %s) by %s: %s", b.Resource, b.Region, strings.Join(b.Services, ", "), b.Token, strings.Join(b.Approvers, " + "), b.Reason)
+		return fmt.Sprintf("%s authority repaired at %s (%s; %s → %s) by %s: %s", b.Resource, b.Region, strings.Join(b.Services, ", "), b.Previous, b.Repaired, strings.Join(b.Approvers, " + "), b.Reason)
 	}
 	return ""
 }

@@ -145,11 +145,6 @@ func toEventJSON(seq uint64, e *events.Envelope) eventJSON {
 	case events.Rescheduled:
 		b.Token = kvrouting.Token(b.Token).Redacted()
 		j.Body = b
-	case events.PreLocked:
-		if b.LastSwapToken != "" {
-			b.LastSwapToken = kvrouting.Token(b.LastSwapToken).Redacted()
-		}
-		j.Body = b
 	}
 	return j
 }

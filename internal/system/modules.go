@@ -14,7 +14,6 @@ import (
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/contractnats"
@@ -284,12 +283,10 @@ func provideLocker(cfg *Config, st *kvrouting.Store, rs Resolvers) (*kvrouting.L
 	return kvrouting.NewLocker(st, lc)
 }
 
-func provideRegions(lc fx.Lifecycle, cfg *Config, lk *kvrouting.Locker) (Regions, error) {
+func provideRegions(lc fx.Lifecycle, cfg *Config) (Regions, error) {
 	out := Regions{}
 	for _, r := range cfg.Regions {
-		// A source cleanup keeps what a later migration brings back here
-		// (decided under each store's lock: services.RoutingCleanupGuard).
-		opts := chat.RegionOptions{Name: r, InMemory: cfg.InMemory || cfg.DataDir == "", KeepOnCleanup: services.RoutingCleanupGuard(lk, r), WrapFS: cfg.StoreFS}
+		opts := chat.RegionOptions{Name: r, InMemory: cfg.InMemory || cfg.DataDir == "", WrapFS: cfg.StoreFS}
 		if !opts.InMemory {
 			opts.Dir = filepath.Join(cfg.DataDir, "regions", r)
 		}

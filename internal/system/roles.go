@@ -97,16 +97,9 @@ func provideNATSNode(lc fx.Lifecycle, sec cnats.SecureOptions) (*cnats.Server, e
 // publish to), the region's stores and their contract servers.
 func ServiceRole(cfg *Config, ep *Endpoint) fx.Option {
 	return fx.Options(fx.Supply(cfg, ep),
-		fx.Provide(provideConn, provideRoutingStore, provideGuardLocker, provideRegions),
+		fx.Provide(provideConn, provideRoutingStore, provideRegions),
 		fx.Invoke(func(*kvrouting.Store) {}),
 		fx.Invoke(serveContracts))
-}
-
-// provideGuardLocker gives the service role the routing reads its cleanup
-// guard needs (services.RoutingCleanupGuard only reads from the leader; the
-// lock timings are the orchestrator's business).
-func provideGuardLocker(cfg *Config, st *kvrouting.Store) (*kvrouting.Locker, error) {
-	return provideLocker(cfg, st, Resolvers{})
 }
 
 // APIBase is the user-facing API's base URL the orchestrator validates

@@ -56,7 +56,7 @@ func TestDecodeRouting(t *testing.T) {
 // wire keys, every token redacted.
 func TestDecodeEvent(t *testing.T) {
 	at := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
-	st := &events.State{ID: "m1", Resource: "conv/lunch", Token: wholeToken, PreviousSwapToken: wholeToken, LockExpiry: at}
+	st := &events.State{ID: "m1", Resource: "conv/lunch", Token: wholeToken, LockExpiry: at}
 	b, err := events.Encode(&events.Envelope{ID: "e1", MigrationID: "m1", Resource: "conv/lunch", Time: at, State: st,
 		Body: events.Requested{Resource: "conv/lunch", Target: "eu-west", Attempt: 1, MaxAttempts: 3, Token: wholeToken}})
 	if err != nil {
@@ -83,9 +83,9 @@ func TestDecodeEvent(t *testing.T) {
 	}
 }
 
-// A page: records with their bytes (base64 in JSON), the grant redacted.
+// A page: records with their bytes (base64 in JSON).
 func TestDecodePage(t *testing.T) {
-	b, err := msgpack.Marshal(&contract.Page{Service: "messages", Resource: "conv/lunch", SyncToken: 7, Grant: wholeToken,
+	b, err := msgpack.Marshal(&contract.Page{Service: "messages", Resource: "conv/lunch", SyncToken: 7,
 		Records: []contract.Record{{ID: "m1", Kind: "message", Version: 1, Data: []byte("hi")}}})
 	if err != nil {
 		t.Fatal(err)

@@ -53,7 +53,6 @@ func Schemas() map[string]map[string]any {
 // enums names the values of the integer enums on the wire.
 var enums = map[reflect.Type][]string{
 	reflect.TypeOf(kvrouting.LockType(0)):  {"none", "pre", "hard-delete", "write", "secondary"},
-	reflect.TypeOf(contract.FenceLevel(0)): {"none", "hard-delete", "write"},
 	reflect.TypeOf(contract.ExportMode(0)): {"", "historical", "delta"},
 }
 

@@ -92,9 +92,9 @@ func lockOf(ph events.Phase) string {
 	switch ph {
 	case events.PhasePreLocked, events.PhaseRequested, events.PhaseConverged:
 		return "pre"
-	case events.PhaseHardDeleteLocked, events.PhaseHistorical:
+	case events.PhaseHistorical:
 		return "hard-delete"
-	case events.PhaseWriteLocked, events.PhaseDelta, events.PhaseValidated:
+	case events.PhaseDelta, events.PhaseValidated:
 		return "write"
 	}
 	return ""

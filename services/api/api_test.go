@@ -13,7 +13,6 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
-	"github.com/cutover/cutover/services/contract"
 )
 
 func TestIdempotentPost(t *testing.T) {
@@ -352,8 +351,7 @@ func TestMediaAndReads(t *testing.T) {
 	if !slices.Equal(m.Media, []string{mj.ID}) {
 		t.Fatalf("message media %v", m.Media)
 	}
-	p, _ := e.regions[regionA].Participant("messages")
-	pg, err := p.Export(context.Background(), contract.ExportRequest{Resource: chat.ConvResource(conv), Mode: contract.Historical})
+	pg, err := e.exportFirst(regionA, "messages", chat.ConvResource(conv))
 	if err != nil || !slices.Equal(pg.Dependents, []string{"media/" + mj.ID}) {
 		t.Fatalf("export dependents %v, %v", pg.Dependents, err)
 	}

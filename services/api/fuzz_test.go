@@ -25,7 +25,7 @@ import (
 	"github.com/cutover/cutover/nats/natstest"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
-	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/store"
 )
 
 // FuzzHandlers serves fuzzed requests (method, path and query, Authorization
@@ -405,8 +405,8 @@ func (fe *fuzzEnv) snapshot(t *testing.T, watch []string) map[string]string {
 	for name, reg := range fe.regions {
 		for _, p := range reg.Participants() {
 			for _, res := range watch {
-				pg, err := p.Export(ctx, contract.ExportRequest{Resource: res, Mode: contract.Historical, Limit: 1})
-				v := fmt.Sprint(pg.SyncToken)
+				tok, err := p.(interface{ Store() *store.Store }).Store().SyncToken(res)
+				v := fmt.Sprint(tok)
 				if err != nil {
 					v = "error: " + err.Error()
 				}

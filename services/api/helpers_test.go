@@ -342,23 +342,40 @@ func convRes(id string) kvrouting.Resource {
 
 // copyAll exports every conversation service's records of res from region
 // src (historical when tokens is nil, else delta from the tokens) and
-// imports them at dst, in pages of limit. It returns the sync tokens.
+// imports them at dst, in pages of limit, each request stamped with the
+// region's authority by the current routing document, as the orchestrator
+// stamps it. Before the hard-delete lock (a copy no migration makes, to
+// give a target some data) the source is stamped exporting for the copy
+// and given its own authority back afterwards. It returns the sync tokens.
 func (e *env) copyAll(res, src, dst string, mode contract.ExportMode, tokens map[string]uint64, limit int) map[string]uint64 {
 	e.t.Helper()
 	ctx := context.Background()
+	r, _ := kvrouting.ParseResource(res)
+	doc, err := e.locker.Get(ctx, r)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	from, into := doc.AuthorityAt(src, skew), doc.AuthorityAt(dst, skew)
+	restore := from.RoleOf() == contract.RolePrimary && from.Deletes != contract.DeletesTombstone
+	if restore {
+		from = contract.Authority{Rev: doc.Revision, Role: contract.RoleExporting, Until: contract.UntilOf(e.clock.Now().Add(time.Hour))}
+	}
+	if into.RoleOf() != contract.RoleImporting {
+		into = contract.Authority{Rev: doc.Revision, Role: contract.RoleImporting}
+	}
 	out := map[string]uint64{}
 	for _, sp := range e.regions[src].ParticipantsFor(strings.SplitN(res, "/", 2)[0]) {
 		tp, ok := e.regions[dst].Participant(sp.Service())
 		if !ok {
 			e.t.Fatalf("no %s at %s", sp.Service(), dst)
 		}
-		rq := contract.ExportRequest{Resource: res, Mode: mode, SyncToken: tokens[sp.Service()], Limit: limit}
+		rq := contract.ExportRequest{Resource: res, Mode: mode, SyncToken: tokens[sp.Service()], Limit: limit, Authority: from}
 		for {
 			pg, err := sp.Export(ctx, rq)
 			if err != nil {
 				e.t.Fatalf("%s export: %v", sp.Service(), err)
 			}
-			if _, err := tp.Import(ctx, pg); err != nil {
+			if _, err := tp.Import(ctx, contract.ImportRequest{Resource: res, Authority: into, Page: &pg}); err != nil {
 				e.t.Fatalf("%s import: %v", sp.Service(), err)
 			}
 			out[sp.Service()] = pg.SyncToken
@@ -367,16 +384,22 @@ func (e *env) copyAll(res, src, dst string, mode contract.ExportMode, tokens map
 			}
 			rq.SyncToken, rq.Cursor = pg.SyncToken, pg.Next
 		}
+		if restore {
+			if _, err := sp.(contract.Repairer).Repair(ctx, res, doc.AuthorityAt(src, skew)); err != nil {
+				e.t.Fatalf("%s repair: %v", sp.Service(), err)
+			}
+		}
 	}
 	return out
 }
 
-// fence sets a fence for lock at every conversation service of region.
-func (e *env) fence(res, region string, level store.FenceLevel, lock kvrouting.Lock) {
+// authorize tells every conversation service of region its authority by
+// doc, as the orchestrator does.
+func (e *env) authorize(res, region string, doc *kvrouting.Document) {
 	e.t.Helper()
 	for _, p := range e.regions[region].ParticipantsFor(chat.KindConversation) {
-		if err := p.SetFence(context.Background(), res, contract.FenceFor(level, string(lock.Token), lock.Expiry, skew)); err != nil {
-			e.t.Fatalf("%s SetFence: %v", p.Service(), err)
+		if _, err := p.Authorize(context.Background(), res, doc.AuthorityAt(region, skew)); err != nil {
+			e.t.Fatalf("%s Authorize: %v", p.Service(), err)
 		}
 	}
 }
@@ -415,20 +438,38 @@ func (e *env) lockTo(res kvrouting.Resource, target, state string) (kvrouting.To
 func (e *env) storedRecord(region, service, res, id string) (contract.Record, bool) {
 	e.t.Helper()
 	p, _ := e.regions[region].Participant(service)
-	rq := contract.ExportRequest{Resource: res, Mode: contract.Historical}
-	for {
-		pg, err := p.Export(context.Background(), rq)
+	st := p.(interface{ Store() *store.Store }).Store()
+	for after, more := uint64(0), true; more; {
+		recs, last, m, err := st.Changes(res, after, 0, 500)
 		if err != nil {
-			e.t.Fatalf("export: %v", err)
+			e.t.Fatalf("changes: %v", err)
 		}
-		for _, r := range pg.Records {
+		for _, r := range recs {
 			if r.ID == id {
 				return r, true
 			}
 		}
-		if !pg.More {
-			return contract.Record{}, false
-		}
-		rq.SyncToken, rq.Cursor = pg.SyncToken, pg.Next
+		after, more = last, m
 	}
+	return contract.Record{}, false
+}
+
+// exportFirst exports the first historical page of res at region's
+// service, stamped as the source of a copy at the current routing revision,
+// and gives the store its routing authority back afterwards.
+func (e *env) exportFirst(region, service, res string) (contract.Page, error) {
+	e.t.Helper()
+	ctx := context.Background()
+	r, _ := kvrouting.ParseResource(res)
+	doc, err := e.locker.Get(ctx, r)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p, _ := e.regions[region].Participant(service)
+	stamp := contract.Authority{Rev: doc.Revision, Role: contract.RoleExporting, Until: contract.UntilOf(e.clock.Now().Add(time.Hour))}
+	pg, err := p.Export(ctx, contract.ExportRequest{Resource: res, Mode: contract.Historical, Authority: stamp})
+	if _, rerr := p.(contract.Repairer).Repair(ctx, res, doc.AuthorityAt(region, skew)); rerr != nil {
+		e.t.Fatal(rerr)
+	}
+	return pg, err
 }

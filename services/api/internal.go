@@ -118,7 +118,7 @@ func (s *Server) internalDigests(kind string) handlerFunc {
 		res := kind + "/" + id
 		out := digestsJSON{Region: region.Name(), Resource: res, Services: map[string][]digestJSON{}}
 		for _, p := range ps {
-			ds, err := p.Digests(r.Context(), res)
+			ds, err := p.Digests(r.Context(), res, contract.Authority{})
 			if err != nil {
 				return err
 			}

@@ -8,14 +8,14 @@ import (
 
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/contract"
-	"github.com/cutover/cutover/services/store"
 )
 
 // TestResurrection runs the scenario of paper 001 §4.3 end to end across two
 // regions: a message copied to the target, deleted at the source while the
 // migration runs, must stay deleted at the target after cutover. It runs
-// with the store fences the orchestrator sets (both enforcement layers) and
-// with the routing lock alone, which must produce the tombstone by itself.
+// with the authorities the orchestrator tells the source at each lock
+// (both enforcement layers), and without them (the routing lock and the
+// copy's own stamps alone), which must produce the tombstone by themselves.
 func TestResurrection(t *testing.T) {
 	for _, fenced := range []bool{true, false} {
 		name := map[bool]string{true: "fenced", false: "routing-only"}[fenced]
@@ -32,11 +32,11 @@ func TestResurrection(t *testing.T) {
 			e.must(e.do(req{method: "PUT", path: base + "/m2/reactions/wave", auth: user("bob")}), 200)
 			e.must(e.do(req{method: "PUT", path: "/v1/conversations/" + conv + "/read", auth: user("bob"), body: map[string]string{"message_id": "m2"}}), 200)
 
-			// Phase 1-2: pre-lock, hard-delete lock (+ fence), historical copy
-			// in small pages.
+			// Phase 1-2: pre-lock, hard-delete lock (+ its authority at the
+			// source), historical copy in small pages.
 			tok, doc := e.lockTo(convRes(conv), regionB, "hard-delete")
 			if fenced {
-				e.fence(res, regionA, store.FenceHardDelete, doc.Primary.Lock)
+				e.authorize(res, regionA, doc)
 			}
 			tokens := e.copyAll(res, regionA, regionB, contract.Historical, nil, 2)
 
@@ -50,13 +50,14 @@ func TestResurrection(t *testing.T) {
 			e.must(e.do(req{method: "PATCH", path: base + "/m1", auth: user("alice"), body: map[string]string{"text": "m1 edited"}}), 200)
 			e.post(conv, "bob", "m6", "posted during the copy")
 
-			// Phase 3: write lock (+ fence), writes refused, delta catch-up.
+			// Phase 3: write lock (+ its authority), writes refused, delta
+			// catch-up.
 			wdoc, err := e.locker.EscalateWrite(ctx, convRes(conv), tok, doc)
 			if err != nil {
 				t.Fatalf("EscalateWrite: %v", err)
 			}
 			if fenced {
-				e.fence(res, regionA, store.FenceWrite, wdoc.Primary.Lock)
+				e.authorize(res, regionA, wdoc)
 			}
 			e.must(e.do(req{method: "POST", path: base, auth: user("bob"), body: map[string]string{"id": "m7", "text": "during the write lock"}}), 423)
 			e.must(e.do(req{method: "DELETE", path: base + "/m3", auth: user("alice")}), 423)

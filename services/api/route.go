@@ -79,10 +79,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, res kvrouting.Res
 	c := rv.Config()
 	d := kvrouting.Decide(rs.Doc, region, op, c.Clock(), c.ClockSkew)
 	if w != nil && region == rs.Doc.Primary.Region {
-		// The services' reads hold this revision to the region's fence
-		// (services.SetRouted); a read pinned elsewhere reads that
-		// region's copy as it is.
-		services.SetRouted(ctx, res.String(), rs.Doc.Revision)
+		// The services' reads carry this routing's authority to the
+		// stores' admission (services.SetRouted); a read pinned elsewhere
+		// reads that region's copy as it is.
+		services.SetRouted(ctx, res.String(), d.Authority)
 	}
 	return routed{region: reg, doc: rs.Doc, dec: d}, nil
 }

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +15,11 @@ import (
 )
 
 // TestStaleRouting: a request that decided "allow" on a stale routing read
-// (a cache tier past the lock change) is still refused (writes: 423) or
-// tombstoned (deletes) by the store fence, and the fence expires with its
-// lock (DESIGN.md "Two layers of enforcement").
+// (a cache tier past the lock change) is refused by the store as routed by
+// an older revision than the authority it holds ("moved"), resolves again
+// from the leader and meets the lock: deletes become tombstones, writes
+// get 423 under the write lock; and the write fence ends with its lock
+// (DESIGN.md "Two layers of enforcement").
 func TestStaleRouting(t *testing.T) {
 	e := newEnv(t, envOptions{tierTTL: time.Hour})
 	ctx := context.Background()
@@ -30,6 +31,10 @@ func TestStaleRouting(t *testing.T) {
 		e.post(conv, "alice", id, "text "+id) // the first post caches the unlocked document
 	}
 
+	unlocked, err := e.locker.Get(ctx, convRes(conv))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tok, doc := e.lockTo(convRes(conv), regionB, "hard-delete")
 	stale := func() {
 		t.Helper()
@@ -43,27 +48,42 @@ func TestStaleRouting(t *testing.T) {
 	}
 	stale()
 
-	// Hard-delete fence: the stale "allow" delete becomes a tombstone.
-	e.fence(res, regionA, store.FenceHardDelete, doc.Primary.Lock)
+	// Tombstone deletes at the source: the stale "allow" delete becomes a
+	// tombstone.
+	e.authorize(res, regionA, doc)
 	r := e.must(e.do(req{method: "DELETE", path: base + "/m1", auth: user("alice")}), 204)
 	if r.header.Get("X-Cutover-Delete") != "tombstone" {
-		t.Fatalf("stale delete under the hard-delete fence: X-Cutover-Delete %q", r.header.Get("X-Cutover-Delete"))
+		t.Fatalf("stale delete under the hard-delete lock: X-Cutover-Delete %q", r.header.Get("X-Cutover-Delete"))
 	}
 	if rec, ok := e.storedRecord(regionA, "messages", res, "m1"); !ok || !rec.Deleted {
 		t.Fatalf("m1 after a fenced delete: %+v (found %v)", rec, ok)
 	}
 
-	// Write fence: stale "allow" writes are refused, nothing changes.
+	// The write fence: writes are refused, nothing changes. (The stale
+	// cache entry went with the delete's resolving again; the store
+	// refuses a write decided on it as moved, one decided on the write
+	// lock with the write fence.)
 	wdoc, err := e.locker.EscalateWrite(ctx, convRes(conv), tok, doc)
 	if err != nil {
 		t.Fatalf("EscalateWrite: %v", err)
 	}
-	e.fence(res, regionA, store.FenceWrite, wdoc.Primary.Lock)
-	stale()
+	e.authorize(res, regionA, wdoc)
+	for _, p := range e.regions[regionA].ParticipantsFor(chat.KindConversation) {
+		st := p.(interface{ Store() *store.Store }).Store()
+		for _, c := range []struct {
+			routed contract.Authority
+			lock   string
+		}{{unlocked.AuthorityAt(regionA, skew), contract.LockMoved}, {wdoc.AuthorityAt(regionA, skew), contract.LockWriteFence}} {
+			_, err := st.PutAt(res, store.Record{ID: "direct", Kind: "message", Data: []byte("x")}, true, c.routed)
+			if e := contract.AsError(err); e == nil || e.Lock != c.lock {
+				t.Fatalf("%s: a write routed as %s under the write fence: %v, want lock %q", p.Service(), c.routed, err, c.lock)
+			}
+		}
+	}
 	before := e.messages(conv, "alice", "")
 	eb := checkErrorShape(t, e.must(e.do(req{method: "POST", path: base, auth: user("alice"), body: map[string]string{"id": "m4", "text": "x"}}), 423))
-	if eb.Error.Lock != "fence write" {
-		t.Fatalf("423 names lock %q, want the store's write fence", eb.Error.Lock)
+	if eb.Error.Lock != kvrouting.ReasonWriteLock {
+		t.Fatalf("423 names lock %q, want the write lock the request met once resolved again", eb.Error.Lock)
 	}
 	e.must(e.do(req{method: "PATCH", path: base + "/m2", auth: user("alice"), body: map[string]string{"text": "edited"}}), 423)
 	e.must(e.do(req{method: "DELETE", path: base + "/m3", auth: user("alice")}), 423)
@@ -74,22 +94,21 @@ func TestStaleRouting(t *testing.T) {
 		t.Fatalf("refused writes changed messages:\nbefore %+v\nafter  %+v", before, after)
 	}
 
-	// The fence expires with its lock: past the write lock's expiry (plus
-	// skew) the stale route's writes go through again. (The routing lock
-	// has lapsed too; the stale cache entry still says unlocked.)
+	// The write fence ends with its lock: past the write lock's expiry
+	// (plus skew) the stale route's writes go through again, resolved
+	// again to the lapsed lock's document.
 	e.clock.Advance(wdoc.Primary.Lock.Expiry.Sub(e.clock.Now()) + skew + time.Second)
-	stale()
 	e.post(conv, "alice", "m4", "after the fence expired")
 	e.must(e.do(req{method: "DELETE", path: base + "/m3", auth: user("alice")}), 204)
 }
 
-// TestMoveBackIsNotRefusedByThePreviousFence: a conversation moved A → B
-// leaves a post-swap fence at A (with its swap's routing revision); moved
-// back B → A, its users at A are served at once, although that fence is
-// still there until the move back's own step clears it — the fence yields
-// to a routing decision taken on a revision after its swap. A write decided
-// on the routing from before the move away is still refused.
-func TestMoveBackIsNotRefusedByThePreviousFence(t *testing.T) {
+// TestMoveBackIsNotRefusedByThePreviousAuthority: a conversation moved
+// A → B leaves A's stores a secondary at the swap's revision; moved back
+// B → A, its users at A are served at once, before anyone tells A's stores
+// of the move back: their requests, routed by the move back's revision,
+// bring it. A write decided on the routing from before the move away is
+// still refused as moved.
+func TestMoveBackIsNotRefusedByThePreviousAuthority(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	e.createConv("back", "ann")
@@ -100,24 +119,19 @@ func TestMoveBackIsNotRefusedByThePreviousFence(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A → B, and the post-swap fence at A, as the orchestrator sets it.
+	// A → B, and A's stores told, as the orchestrator tells them.
 	tok, doc := e.lockTo(res, regionB, "write")
 	away, err := e.locker.Swap(ctx, res, tok, doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := contract.FenceFor(store.FenceWrite, string(tok), away.Secondary.Lock.Expiry, skew)
-	f.SwapRev = away.Revision
-	for _, p := range e.regions[regionA].ParticipantsFor(chat.KindConversation) {
-		if err := p.SetFence(ctx, "conv/back", f); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.authorize("conv/back", regionA, away)
 	// Pinned to A while B is primary: refused (by the routing decision).
 	e.must(e.do(req{method: "POST", path: "/v1/conversations/back/messages", auth: user("ann"), region: regionA,
 		body: map[string]any{"id": "m2", "text": "at the old location"}}), 423)
 
-	// B → A: the fence at A is still there, and yields.
+	// B → A: A's stores still say secondary, and the users' requests
+	// bring the move back.
 	tok, doc = e.lockTo(res, regionA, "write")
 	if _, err := e.locker.Swap(ctx, res, tok, doc); err != nil {
 		t.Fatal(err)
@@ -126,14 +140,14 @@ func TestMoveBackIsNotRefusedByThePreviousFence(t *testing.T) {
 	e.must(e.do(req{method: "DELETE", path: "/v1/conversations/back/messages/m1", auth: user("ann")}), 204)
 
 	// A writer deciding on the routing from before the move away is still
-	// refused by the fence (a stale router).
+	// refused (a stale router).
 	for _, p := range e.regions[regionA].ParticipantsFor(chat.KindConversation) {
 		sp, ok := p.(interface{ Store() *store.Store })
 		if !ok || sp.Store() == nil {
 			continue
 		}
-		_, err := sp.Store().PutRouted("conv/back", store.Record{ID: "m4", Kind: "message", Data: []byte("stale")}, true, before.Revision)
-		if !errors.Is(err, store.ErrFenced) {
+		_, err := sp.Store().PutAt("conv/back", store.Record{ID: "m4", Kind: "message", Data: []byte("stale")}, true, before.AuthorityAt(regionA, skew))
+		if e := contract.AsError(err); e == nil || e.Lock != contract.LockMoved {
 			t.Fatalf("%s: a write decided before the move away: %v", p.Service(), err)
 		}
 	}
@@ -141,10 +155,10 @@ func TestMoveBackIsNotRefusedByThePreviousFence(t *testing.T) {
 
 // TestStaleRouterReResolves: an API whose routing cache is an hour stale
 // sends a write to the old location after a migration; the old location's
-// post-swap fence refuses it ("moved"), the server reads the routing from
-// the leader into its caches and runs the write again at the new primary:
-// the client sees 201 from the new region, not a 423 for the cache's TTL
-// (issue 15 #2). A write pinned to the old location is still refused.
+// stores, secondaries since the swap, refuse it ("moved"), the server reads
+// the routing from the leader into its caches and runs the write again at
+// the new primary: the client sees 201 from the new region, not a 423 for
+// the cache's TTL. A write pinned to the old location is still refused.
 func TestStaleRouterReResolves(t *testing.T) {
 	e := newEnv(t, envOptions{tierTTL: time.Hour})
 	ctx := context.Background()
@@ -158,13 +172,7 @@ func TestStaleRouterReResolves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := contract.FenceFor(store.FenceWrite, string(tok), swapped.Secondary.Lock.Expiry, skew)
-	f.SwapRev = swapped.Revision
-	for _, p := range e.regions[regionA].ParticipantsFor(chat.KindConversation) {
-		if err := p.SetFence(ctx, "conv/rr", f); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.authorize("conv/rr", regionA, swapped)
 
 	before := e.api.ReResolved()
 	r := e.must(e.do(req{method: "POST", path: "/v1/conversations/rr/messages", auth: user("ann"),
@@ -189,11 +197,11 @@ func TestStaleRouterReResolves(t *testing.T) {
 }
 
 // TestNoStaleReadAfterTheSwap: an API whose routing cache is an hour stale
-// reads a conversation after it moved; the old location's fence says that
-// routing is older than the move (Fence.ReadRev), so the read is refused
+// reads a conversation after it moved; the old location's stores hold an
+// authority newer than that routing (the swap's), so the read is refused
 // there, the server resolves again and reads at the new primary: a message
-// acknowledged there after the swap is in the answer (issue 15 #3). During
-// Phase 3 the same stale read re-resolves and is served by the source.
+// acknowledged there after the swap is in the answer. During Phase 3 the
+// same stale read re-resolves and is served by the source.
 func TestNoStaleReadAfterTheSwap(t *testing.T) {
 	e := newEnv(t, envOptions{tierTTL: time.Hour})
 	ctx := context.Background()
@@ -203,28 +211,16 @@ func TestNoStaleReadAfterTheSwap(t *testing.T) {
 		t.Fatalf("%d messages", len(got))
 	}
 	res := kvrouting.Resource{Kind: chat.KindConversation, ID: "sr"}
-	fenceA := func(f contract.Fence) {
-		t.Helper()
-		for _, p := range e.regions[regionA].ParticipantsFor(chat.KindConversation) {
-			if err := p.SetFence(ctx, "conv/sr", f); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	tok, doc := e.lockTo(res, regionB, "write")
-	w := contract.FenceFor(store.FenceWrite, string(tok), doc.Primary.Lock.Expiry, skew)
-	w.ReadRev = doc.Revision
-	fenceA(w)
+	e.authorize("conv/sr", regionA, doc)
 	e.copyAll("conv/sr", regionA, regionB, contract.Historical, nil, 0)
 	swapped, err := e.locker.Swap(ctx, res, tok, doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	post := contract.FenceFor(store.FenceWrite, string(tok), swapped.Secondary.Lock.Expiry, skew)
-	post.SwapRev, post.ReadRev = swapped.Revision, swapped.Revision
-	fenceA(post)
+	e.authorize("conv/sr", regionA, swapped)
 	// A message acknowledged at the new primary after the swap.
-	if _, _, err := e.regions[regionB].Messages().Post(ctx, kvrouting.Decision{Primary: regionB}, "sr", messages.Message{ID: "m2", Author: "ann", Text: "after the swap"}); err != nil {
+	if _, _, err := e.regions[regionB].Messages().Post(ctx, kvrouting.Decision{Primary: regionB, Authority: swapped.AuthorityAt(regionB, skew)}, "sr", messages.Message{ID: "m2", Author: "ann", Text: "after the swap"}); err != nil {
 		t.Fatal(err)
 	}
 	got := e.messages("sr", "ann", "")
@@ -243,13 +239,7 @@ func TestNoStaleReadAfterTheSwap(t *testing.T) {
 	e.post("sp", "ann", "m1", "x")
 	e.messages("sp", "ann", "") // cached, unlocked
 	_, doc = e.lockTo(kvrouting.Resource{Kind: chat.KindConversation, ID: "sp"}, regionB, "write")
-	w = contract.FenceFor(store.FenceWrite, string(doc.Primary.Lock.Token), doc.Primary.Lock.Expiry, skew)
-	w.ReadRev = doc.Revision
-	for _, p := range e.regions[regionA].ParticipantsFor(chat.KindConversation) {
-		if err := p.SetFence(ctx, "conv/sp", w); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.authorize("conv/sp", regionA, doc)
 	before := e.api.ReResolved()
 	r := e.must(e.do(req{method: "GET", path: "/v1/conversations/sp/messages", auth: user("ann")}), 200)
 	if got := r.header.Get(api.ServedByHeader); got != regionA || e.api.ReResolved()-before != 1 {

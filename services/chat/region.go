@@ -14,7 +14,6 @@
 package chat
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -76,9 +75,6 @@ type RegionOptions struct {
 	SliceWidth time.Duration
 	// NoSync commits without fsync (benchmarks and demos only).
 	NoSync bool
-	// KeepOnCleanup guards every service's Cleanup (see
-	// services.StoreParticipantOptions; services.RoutingCleanupGuard).
-	KeepOnCleanup func(ctx context.Context, resource string) (bool, error)
 	// MaxMediaBytes caps a blob (default media.DefaultMaxBytes).
 	MaxMediaBytes int
 	// WrapFS, if set, wraps each store's filesystem (fault injection).
@@ -147,12 +143,11 @@ func OpenRegion(opts RegionOptions) (*Region, error) {
 		}
 		sts[i] = st
 	}
-	keep := opts.KeepOnCleanup
-	r.conversations = conversations.New(sts[0], conversations.Options{Clock: opts.Clock, KeepOnCleanup: keep})
-	r.messages = messages.New(sts[1], messages.Options{Clock: opts.Clock, KeepOnCleanup: keep})
-	r.reactions = reactions.New(sts[2], reactions.Options{Clock: opts.Clock, KeepOnCleanup: keep})
-	r.readstate = readstate.New(sts[3], readstate.Options{Clock: opts.Clock, KeepOnCleanup: keep})
-	r.media = media.New(sts[4], media.Options{Clock: opts.Clock, MaxBytes: opts.MaxMediaBytes, KeepOnCleanup: keep})
+	r.conversations = conversations.New(sts[0], conversations.Options{Clock: opts.Clock})
+	r.messages = messages.New(sts[1], messages.Options{Clock: opts.Clock})
+	r.reactions = reactions.New(sts[2], reactions.Options{Clock: opts.Clock})
+	r.readstate = readstate.New(sts[3], readstate.Options{Clock: opts.Clock})
+	r.media = media.New(sts[4], media.Options{Clock: opts.Clock, MaxBytes: opts.MaxMediaBytes})
 	return r, nil
 }
 

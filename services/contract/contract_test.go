@@ -57,27 +57,3 @@ func TestAsError(t *testing.T) {
 		t.Error("AsError(nil) != nil")
 	}
 }
-
-func TestFence(t *testing.T) {
-	now := time.Unix(1000, 0)
-	f := contract.FenceFor(contract.FenceWrite, "tok", now, time.Second)
-	if !f.Expiry.Equal(now.Add(time.Second)) || f.Token != "tok" || f.Level != contract.FenceWrite {
-		t.Fatalf("FenceFor: %+v", f)
-	}
-	if !f.Active(now) || f.Active(now.Add(time.Second)) {
-		t.Fatal("a fence is active strictly before its expiry")
-	}
-	if (contract.Fence{Level: contract.FenceNone, Expiry: now.Add(time.Hour)}).Active(now) {
-		t.Fatal("FenceNone is never active")
-	}
-	for l, want := range map[contract.FenceLevel]string{
-		contract.FenceNone: "none", contract.FenceHardDelete: "hard-delete", contract.FenceWrite: "write", 9: "level(9)",
-	} {
-		if l.String() != want {
-			t.Errorf("FenceLevel(%d).String() = %q, want %q", uint8(l), l.String(), want)
-		}
-	}
-	if contract.FenceHardDelete != 1 || contract.FenceWrite != 2 {
-		t.Fatal("fence levels are on the wire and in events: their values never change")
-	}
-}

@@ -1,12 +1,18 @@
-// Package contract is the migration contract (paper 001 §5.1) between the orchestrator and the services that own resources.
+// Package contract is the migration contract (paper 001 §5.1) between the
+// orchestrator and the services that own resources, version 2
+// (docs/participant.md writes it out for implementers in any language).
 //
-// A service takes part in migration through Participant: export pages of
-// one resource's records from a sync token, import pages idempotently,
-// expose per-time-slice digests and slice reads for validation through its
-// user read path, clean a resource up at a region, and set / clear the
-// per-resource fence in its own store (DESIGN.md "Two layers of
-// enforcement"). The orchestrator reaches participants through Endpoint and
-// Directory, whatever carries the calls (in process, or NATS in
+// A service takes part in migration through Participant. Per resource it
+// keeps ONE authority record (Authority: a role stamped with the routing
+// revision that produced it), changed by ONE monotone, idempotent rule
+// (Join), and decides every user read, write and delete and every export,
+// import, reset and cleanup with ONE admission function (Admit), atomically
+// with the operation. The table of that function is data
+// (testdata/admit.txt, AdmitCases) shared by this package's tests, the
+// Pebble store's and the conformance kit (services/contracttest).
+//
+// The orchestrator reaches participants through Endpoint and Directory,
+// whatever carries the calls (in process, or NATS in
 // services/contractnats).
 //
 // The package is a leaf: it imports only the standard library, so the
@@ -15,7 +21,7 @@
 // not the other way round.
 //
 // The types that cross the wire keep their msgpack encoding exactly
-// (services/contractnats/testdata/wire.golden pins it): Record, Fence and
+// (services/contractnats/testdata/wire.golden pins it): Record and
 // SliceDigest encode under their Go field names, the others under their
 // msgpack tags.
 package contract

@@ -1,13 +1,11 @@
 package contract
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // PageInfo describes one exported page: enough to import it and to
 // checkpoint the export. Over NATS the records travel in a stream message
-// (Seq); in process they travel in Page.
+// (Seq) or inline (Page); in process they travel in Page. As an import
+// request it also carries what ImportRequest does.
 type PageInfo struct {
 	Service    string
 	Mode       ExportMode
@@ -22,21 +20,13 @@ type PageInfo struct {
 	// Page is the page itself: in-process transports, and an inline page
 	// over NATS (ExportRequest.Inline), which the import request carries.
 	Page *Page
-	// Grant is the import grant's token the page is imported under
-	// (ImportGate); "" imports ungated.
-	Grant string
-	// GrantUntil, with Grant, grants (or renews) Grant's import grant until
-	// then before the page is applied: GrantImport and Import in one
-	// request. A retired token is refused as GrantImport refuses it.
-	GrantUntil time.Time
-	// Seal ends the copy at the target in the same request (issue 16): after
-	// the page (if any) is applied, Grant's import grant is revoked and its
-	// token retired, and the reply carries the target's slice digests read
-	// after that (ImportResult.Sealed). A seal needs no page: PageInfo with
-	// Resource, Grant and Seal and neither Seq nor Page seals alone.
-	Seal bool
-	// Resource names the resource; required for a seal without a page.
-	Resource string
+	// Resource, Authority, Reset and Digests are the import request's
+	// (ImportRequest); a request with neither Seq nor Page applies no page
+	// (a reset or a digests read alone).
+	Resource  string
+	Authority Authority
+	Reset     bool
+	Digests   bool
 }
 
 // Endpoint reaches the migration contract (paper 001 §5.1) of one service
@@ -48,22 +38,19 @@ type Endpoint interface {
 	Service() string
 	// Region names the region.
 	Region() string
+	// Authorize installs an authority (Participant.Authorize).
+	Authorize(ctx context.Context, resource string, a Authority) (Authority, error)
 	// Export copies one page toward the target and returns what is needed
 	// to import it.
 	Export(ctx context.Context, migrationID string, req ExportRequest) (PageInfo, error)
-	// Import applies an exported page idempotently.
+	// Import applies an exported page idempotently (Participant.Import).
 	Import(ctx context.Context, migrationID string, page PageInfo) (ImportResult, error)
 	// Digests returns the per-slice digests of a resource, read through the
-	// user read path.
-	Digests(ctx context.Context, resource string) ([]SliceDigest, error)
-	// SetFence sets or raises the resource's fence in the service's store.
-	SetFence(ctx context.Context, resource string, f Fence) error
-	// ClearFence clears the fence set under token.
-	ClearFence(ctx context.Context, resource, token string) error
-	// Cleanup deletes the resource's records at this region, never while
-	// the region is the resource's primary or a migration's target
+	// user read path (Participant.Digests).
+	Digests(ctx context.Context, resource string, a Authority) ([]SliceDigest, error)
+	// Cleanup deletes the resource's records at this region under a
 	// (Participant.Cleanup).
-	Cleanup(ctx context.Context, resource string) (int, error)
+	Cleanup(ctx context.Context, resource string, a Authority) (int, error)
 }
 
 // Directory finds the endpoints that own resources of a kind at a region.

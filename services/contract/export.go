@@ -42,6 +42,13 @@ type ExportRequest struct {
 	// page id, so a rescheduled attempt never gets the previous attempt's
 	// deduplicated page (issue 14 #5).
 	Attempt uint32 `msgpack:"att,omitempty"`
+	// Authority is the source's authority the export runs under (the
+	// stamp): a historical export needs a tombstoning primary or an
+	// exporting store, a delta export an exporting store (Admit). The
+	// participant installs it before it reads, in the same transaction as
+	// the sync token of a first page: every delete committed after the
+	// token is a tombstone the delta carries.
+	Authority Authority `msgpack:"auth"`
 	// Inline asks a transport that would publish the page to a stream
 	// (contractnats) to return it in the reply instead (PageInfo.Page), so
 	// that the import request carries it: one cross-region round trip for a
@@ -73,11 +80,27 @@ type Page struct {
 	Dependents []string `msgpack:"deps,omitempty"`
 	// Attempt is the request's Attempt (see ExportRequest).
 	Attempt uint32 `msgpack:"att,omitempty"`
-	// Grant is the migration attempt's token when the page is imported
-	// under an import grant (ImportGate): a participant then applies it
-	// only while that grant is in force. Set by the importing side, never
-	// by the exporter; "" imports ungated (tools and tests).
-	Grant string `msgpack:"grant,omitempty"`
+}
+
+// ImportRequest is one import at the target.
+type ImportRequest struct {
+	// Resource is the resource imported.
+	Resource string `msgpack:"res"`
+	// Authority is the target's authority the import runs under: an
+	// importing store at this revision or a later one (Admit). It is
+	// installed before anything else.
+	Authority Authority `msgpack:"auth"`
+	// Reset removes every record of the resource first: the first page of
+	// an attempt's copy, so that a target holding an older copy (a move
+	// back within the cleanup window) keeps nothing the source no longer
+	// has.
+	Reset bool `msgpack:"reset,omitempty"`
+	// Page is the page to apply; nil applies nothing.
+	Page *Page `msgpack:"page,omitempty"`
+	// Digests asks for the target's slice digests, read after the page is
+	// applied (ImportResult.Digests): the last delta page's import answers
+	// what validation compares with the source.
+	Digests bool `msgpack:"digests,omitempty"`
 }
 
 // ImportResult reports what an import applied.
@@ -86,17 +109,9 @@ type ImportResult struct {
 	// applies 0.
 	Applied int `msgpack:"applied"`
 	Total   int `msgpack:"total"`
-	// Sealed reports that the request sealed the copy (PageInfo.Seal): the
-	// grant is revoked, its token retired, and Digests are the target's
-	// slice digests read after that through the user read path (nil for a
-	// resource with no live record). A transport that predates seals leaves
-	// it false; the orchestrator then revokes and reads digests itself.
-	Sealed  bool          `msgpack:"sealed,omitempty"`
+	// Removed is how many records a Reset removed.
+	Removed int `msgpack:"removed,omitempty"`
+	// Digests are the target's slice digests when the request asked for
+	// them (nil for a resource without live records).
 	Digests []SliceDigest `msgpack:"digests,omitempty"`
-	// Refused reports a seal whose page was not applied because the grant
-	// was not in force: the token was retired already (an earlier seal of
-	// the same attempt whose step was lost, or a rollback) or the grant
-	// expired. The seal still answers with the digests, which say what the
-	// target holds; validation decides.
-	Refused bool `msgpack:"refused,omitempty"`
 }

@@ -86,79 +86,66 @@ func (c *Client) ExportToStream(ctx context.Context, migrationID string, req con
 	return ref, err
 }
 
+// Authorize installs a at resource (contract.Participant.Authorize) and
+// returns the authority the service holds afterwards; a zero a only reads
+// it. Errors: CodeConflict (a stale or conflicting a; nothing changes),
+// CodeInvalid, CodeUnavailable.
+func (c *Client) Authorize(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
+	var r authorityReply
+	err := c.call(ctx, OpAuthority, &authorityRequest{Resource: resource, Authority: a}, &r)
+	return r.Authority, err
+}
+
+var _ contract.Repairer = (*Client)(nil)
+
+// Repair replaces resource's authority record at the service with a and
+// returns the record it replaced (contract.Repairer, `cutover fence
+// clear`). The caller checks the approvals and records the audit event.
+func (c *Client) Repair(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
+	var r authorityReply
+	err := c.call(ctx, OpRepair, &authorityRequest{Resource: resource, Authority: a}, &r)
+	return r.Authority, err
+}
+
 // ImportFromStream asks the target to import the page at seq of
-// PagesStream, which must be a page of this client's service in
+// PagesStream under a, which must be a page of this client's service in
 // migrationID, and to raise its checkpoint to seq. Importing a page again
 // is harmless and reports Applied 0 (paper 001 (A3)). Errors: CodeInvalid
 // (bad migration id, seq 0, the message is another migration's or
-// service's, or not a page), CodeNotFound (no message at seq), CodeUnavailable,
-// and the participant's own codes.
-func (c *Client) ImportFromStream(ctx context.Context, migrationID string, seq uint64) (contract.ImportResult, error) {
-	return c.ImportGranted(ctx, migrationID, seq, "")
-}
-
-// ImportGranted is ImportFromStream under the import grant of token
-// (contract.ImportGate): the target applies the page only while that grant
-// is in force; otherwise CodeConflict and nothing changes. "" is ungated.
-func (c *Client) ImportGranted(ctx context.Context, migrationID string, seq uint64, token string) (contract.ImportResult, error) {
-	return c.Import(ctx, migrationID, contract.PageInfo{Seq: seq, Grant: token})
+// service's, or not a page), CodeNotFound (no message at seq), CodeConflict
+// (a refused authority; nothing changes), CodeUnavailable, and the
+// participant's own codes.
+func (c *Client) ImportFromStream(ctx context.Context, migrationID, resource string, a contract.Authority, seq uint64) (contract.ImportResult, error) {
+	if seq == 0 {
+		return contract.ImportResult{}, invalid("import of page sequence 0")
+	}
+	return c.Import(ctx, migrationID, contract.PageInfo{Seq: seq, Resource: resource, Authority: a})
 }
 
 // Import asks the target to carry out one import request
-// (contract.ApplyImport): grant p.Grant until p.GrantUntil if set, apply
-// the page at p.Seq of PagesStream or the inline p.Page, then seal if
-// p.Seal (the reply then carries the target's digests). A request needs a
-// page (Seq or Page) unless it seals; a seal without a page names
-// p.Resource. Errors: those of ImportGranted; CodeInvalid for a request
-// with no page and no seal, or with both a sequence and an inline page.
+// (contract.Participant.Import): under p.Authority, reset if p.Reset,
+// apply the page at p.Seq of PagesStream or the inline p.Page (neither:
+// no page), and answer with the digests if p.Digests. Errors: those of
+// ImportFromStream; CodeInvalid for a request with both a sequence and an
+// inline page, or without a resource.
 func (c *Client) Import(ctx context.Context, migrationID string, p contract.PageInfo) (contract.ImportResult, error) {
 	if err := ValidateMigrationID(migrationID); err != nil {
 		return contract.ImportResult{}, invalid("%v", err)
 	}
+	res := p.Resource
+	if res == "" && p.Page != nil {
+		res = p.Page.Resource
+	}
 	switch {
-	case p.Seq == 0 && p.Page == nil && !p.Seal:
-		return contract.ImportResult{}, invalid("import of no page (no sequence, no inline page)")
 	case p.Seq > 0 && p.Page != nil:
 		return contract.ImportResult{}, invalid("import of a page both inline and at sequence %d", p.Seq)
+	case res == "":
+		return contract.ImportResult{}, invalid("import without a resource")
 	}
-	req := importRequest{Migration: migrationID, Seq: p.Seq, Grant: p.Grant, Page: p.Page, Resource: p.Resource, Seal: p.Seal}
-	if p.Grant != "" && !p.GrantUntil.IsZero() {
-		req.GrantUntil = p.GrantUntil.UnixMilli()
-	}
-	var res contract.ImportResult
-	err := c.call(ctx, OpImport, &req, &res)
-	return res, err
-}
-
-var _ contract.ImportGate = (*Client)(nil)
-
-// GrantImport lets imports under token be applied to resource at the
-// service until expiry (contract.ImportGate; expiry travels in unix ms).
-func (c *Client) GrantImport(ctx context.Context, resource, token string, expiry time.Time) error {
-	if token == "" || expiry.IsZero() {
-		return invalid("grant without token or expiry")
-	}
-	return c.call(ctx, OpGrant, &grantRequest{Resource: resource, Token: token, Expiry: expiry.UnixMilli()}, nil)
-}
-
-// ResetForCopy deletes resource's records at the service under token's
-// import grant before a full copy (contract.ImportGate).
-func (c *Client) ResetForCopy(ctx context.Context, resource, token string) (int, error) {
-	if token == "" {
-		return 0, invalid("reset without token")
-	}
-	var r cleanupReply
-	err := c.call(ctx, OpReset, &grantRequest{Resource: resource, Token: token}, &r)
-	return r.Removed, err
-}
-
-// RevokeImport ends token's import grant at resource and retires the token
-// (contract.ImportGate).
-func (c *Client) RevokeImport(ctx context.Context, resource, token string) error {
-	if token == "" {
-		return invalid("revoke without token")
-	}
-	return c.call(ctx, OpRevoke, &grantRequest{Resource: resource, Token: token}, nil)
+	req := importRequest{Migration: migrationID, Resource: res, Authority: p.Authority, Seq: p.Seq, Page: p.Page, Reset: p.Reset, Digests: p.Digests}
+	var r contract.ImportResult
+	err := c.call(ctx, OpImport, &req, &r)
+	return r, err
 }
 
 // Checkpoint returns the highest page sequence of migrationID that the
@@ -173,11 +160,11 @@ func (c *Client) Checkpoint(ctx context.Context, migrationID string) (uint64, er
 	return r.Seq, err
 }
 
-// Digests returns the per-slice digests of resource's live records
-// (contract.Participant.Digests).
-func (c *Client) Digests(ctx context.Context, resource string) ([]contract.SliceDigest, error) {
+// Digests returns the per-slice digests of resource's live records,
+// under a when it is not zero (contract.Participant.Digests).
+func (c *Client) Digests(ctx context.Context, resource string, a contract.Authority) ([]contract.SliceDigest, error) {
 	var d []contract.SliceDigest
-	err := c.call(ctx, OpDigests, &resourceRequest{Resource: resource}, &d)
+	err := c.call(ctx, OpDigests, &authorityRequest{Resource: resource, Authority: a}, &d)
 	return d, err
 }
 
@@ -205,59 +192,13 @@ func (c *Client) ReadSlice(ctx context.Context, resource string, from, to int64)
 	return append(lo, hi...), nil
 }
 
-// SetFence sets or raises resource's fence at the service
-// (contract.Participant.SetFence; DESIGN.md "Two layers of enforcement").
-// The fence token travels in the request and is never logged here.
-func (c *Client) SetFence(ctx context.Context, resource string, f contract.Fence) error {
-	return c.call(ctx, OpFence, &fenceRequest{Resource: resource, Fence: f}, nil)
-}
-
-// FenceAndExport sets resource's fence f, then exports one page for
-// migrationID by req, in one request (contract.FenceExporter): the page is
-// exported after the fence is set. exported is false when the server
-// predates it (the fence is set, nothing exported: export on your own).
-// Errors: those of SetFence and ExportToStream; CodeInvalid for a request
-// of another resource.
-func (c *Client) FenceAndExport(ctx context.Context, migrationID, resource string, f contract.Fence, req contract.ExportRequest) (ref PageRef, exported bool, err error) {
-	if err := ValidateMigrationID(migrationID); err != nil {
-		return PageRef{}, false, invalid("%v", err)
-	}
-	if req.Resource != resource {
-		return PageRef{}, false, invalid("fence of %q exporting %q", resource, req.Resource)
-	}
-	data, err := c.request(ctx, OpFence, &fenceRequest{Resource: resource, Fence: f, Migration: migrationID, Export: &req})
-	if err != nil || len(data) == 0 {
-		return PageRef{}, false, err
-	}
-	var r fenceReply
-	if err := decode(data, &r); err != nil {
-		return PageRef{}, false, contract.Errorf(contract.CodeInternal, "contract %s %s/%s: reply: %v", OpFence, c.region, c.service, err)
-	}
-	return r.Ref, r.Exported, nil
-}
-
-// ClearFence removes resource's fence set under token
-// (contract.Participant.ClearFence).
-func (c *Client) ClearFence(ctx context.Context, resource, token string) error {
-	return c.call(ctx, OpUnfence, &unfenceRequest{Resource: resource, Token: token}, nil)
-}
-
-var _ contract.FenceAdmin = (*Client)(nil)
-
-// ForceClearFence removes resource's active fence at the service whatever
-// its token and returns it (contract.FenceAdmin, `cutover fence clear`).
-// The caller checks the approvals and records the audit event.
-func (c *Client) ForceClearFence(ctx context.Context, resource string) (contract.Fence, error) {
-	var r forceUnfenceReply
-	err := c.call(ctx, OpForceUnfence, &resourceRequest{Resource: resource}, &r)
-	return r.Fence, err
-}
-
-// Cleanup deletes resource's records at the service in this region and
-// returns how many were removed (contract.Participant.Cleanup).
-func (c *Client) Cleanup(ctx context.Context, resource string) (int, error) {
+// Cleanup deletes resource's records at the service in this region under
+// a (a secondary's authority) and returns how many were removed
+// (contract.Participant.Cleanup). Errors: CodeConflict (refused: nothing
+// removed), CodeInvalid, CodeUnavailable.
+func (c *Client) Cleanup(ctx context.Context, resource string, a contract.Authority) (int, error) {
 	var r cleanupReply
-	err := c.call(ctx, OpCleanup, &resourceRequest{Resource: resource}, &r)
+	err := c.call(ctx, OpCleanup, &authorityRequest{Resource: resource, Authority: a}, &r)
 	return r.Removed, err
 }
 

@@ -42,13 +42,13 @@ func TestServerHandlesRequestsConcurrently(t *testing.T) {
 			c := contractnats.Dial(e.nc, e.js, "eu", svc)
 			slow := make(chan error, 1)
 			go func() {
-				_, err := c.Digests(t.Context(), "conv/slow")
+				_, err := c.Digests(t.Context(), "conv/slow", contract.Authority{})
 				slow <- err
 			}()
 			<-entered
 			// Generous: the point is "before the slow one is released".
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-			_, err := c.Digests(ctx, "conv/fast")
+			_, err := c.Digests(ctx, "conv/fast", contract.Authority{})
 			cancel()
 			if tc.overtakes && err != nil {
 				t.Fatalf("a fast request behind a slow one: %v", err)
@@ -93,12 +93,12 @@ func TestEmptyPageIsNotPublished(t *testing.T) {
 		return info.State.Msgs
 	}
 	put(t, st, res, "m0", "first")
-	hist, err := c.ExportToStream(t.Context(), "mig-empty", contract.ExportRequest{Resource: res, Mode: contract.Historical, Limit: 10})
+	hist, err := c.ExportToStream(t.Context(), "mig-empty", contract.ExportRequest{Resource: res, Mode: contract.Historical, Limit: 10, Authority: hardDeleted})
 	if err != nil || hist.Seq == 0 || hist.Count != 1 {
 		t.Fatalf("historical export: %+v, %v", hist, err)
 	}
 	before := msgs()
-	req := contract.ExportRequest{Resource: res, Mode: contract.Delta, SyncToken: hist.SyncToken, Cursor: hist.SyncToken, Limit: 10}
+	req := contract.ExportRequest{Resource: res, Mode: contract.Delta, SyncToken: hist.SyncToken, Cursor: hist.SyncToken, Limit: 10, Authority: writeLocked}
 	ref, err := c.ExportToStream(t.Context(), "mig-empty", req)
 	if err != nil || ref.Seq != 0 || ref.Count != 0 || ref.More {
 		t.Fatalf("empty export: %+v, %v", ref, err)
@@ -106,7 +106,13 @@ func TestEmptyPageIsNotPublished(t *testing.T) {
 	if n := msgs(); n != before {
 		t.Fatalf("PAGES went from %d to %d messages for an empty page", before, n)
 	}
+	// The write fence lifted (a later revision) and set again: a record
+	// at the same position.
+	if _, err := c.Authorize(t.Context(), res, contract.Authority{Rev: writeLocked.Rev + 1, Role: contract.RolePrimary}); err != nil {
+		t.Fatal(err)
+	}
 	put(t, st, res, "m1", "hello")
+	req.Authority.Rev += 2
 	ref, err = c.ExportToStream(t.Context(), "mig-empty", req)
 	if err != nil || ref.Seq == 0 || ref.Count != 1 || ref.Duplicate {
 		t.Fatalf("the same position with a record: %+v, %v", ref, err)

@@ -25,8 +25,19 @@ import (
 
 const res = "conv/c1"
 
+// The authorities of the tests' migrations: the source under the
+// hard-delete lock, then the write lock; the target importing; a read
+// routed to the target once it is the primary.
+var (
+	hardDeleted = contract.Authority{Rev: 10, Role: contract.RolePrimary, Deletes: contract.DeletesTombstone, Until: contract.UntilOf(time.Now().Add(24 * time.Hour))}
+	writeLocked = contract.Authority{Rev: 11, Role: contract.RoleExporting, Until: contract.UntilOf(time.Now().Add(24 * time.Hour))}
+	importing   = contract.Authority{Rev: 11, Role: contract.RoleImporting}
+	swappedIn   = contract.Authority{Rev: 12, Role: contract.RolePrimary}
+	swappedOut  = contract.Authority{Rev: 12, Role: contract.RoleSecondary}
+)
+
 // copyPass exports every page from req through the stream and imports
-// each at the target; it returns the page refs.
+// each at the target, as importing; it returns the page refs.
 func copyPass(t *testing.T, src, dst *contractnats.Client, mig string, req contract.ExportRequest) []contractnats.PageRef {
 	t.Helper()
 	var refs []contractnats.PageRef
@@ -38,8 +49,10 @@ func copyPass(t *testing.T, src, dst *contractnats.Client, mig string, req contr
 		if ref.Duplicate {
 			t.Fatalf("first export of %+v reported a duplicate", req)
 		}
-		if _, err := dst.ImportFromStream(t.Context(), mig, ref.Seq); err != nil {
-			t.Fatalf("ImportFromStream(%d): %v", ref.Seq, err)
+		if ref.Seq != 0 {
+			if _, err := dst.ImportFromStream(t.Context(), mig, res, importing, ref.Seq); err != nil {
+				t.Fatalf("ImportFromStream(%d): %v", ref.Seq, err)
+			}
 		}
 		refs = append(refs, ref)
 		if !ref.More {
@@ -52,11 +65,11 @@ func copyPass(t *testing.T, src, dst *contractnats.Client, mig string, req contr
 // sameDigests checks that both regions hold the same live records.
 func sameDigests(t *testing.T, src, dst *contractnats.Client) {
 	t.Helper()
-	a, err := src.Digests(t.Context(), res)
+	a, err := src.Digests(t.Context(), res, contract.Authority{})
 	if err != nil {
 		t.Fatalf("source Digests: %v", err)
 	}
-	b, err := dst.Digests(t.Context(), res)
+	b, err := dst.Digests(t.Context(), res, contract.Authority{})
 	if err != nil {
 		t.Fatalf("target Digests: %v", err)
 	}
@@ -82,10 +95,11 @@ func sameDigests(t *testing.T, src, dst *contractnats.Client) {
 }
 
 // TestCopyThroughStream migrates a resource from one region to another the
-// way the orchestrator does (paper 001 §4.1, §5.1): hard-delete fence,
-// historical pages through PAGES, writes and deletes meanwhile, write
-// fence, delta pages; then replays every export and every import and
-// checks that nothing changes and the checkpoint only moves up.
+// way the orchestrator does (paper 001 §4.1, §5.1): historical pages under
+// the hard-delete lock's authority through PAGES, writes and deletes
+// meanwhile, delta pages under the write lock's; then replays every export
+// and every import and checks that nothing changes and the checkpoint only
+// moves up.
 func TestCopyThroughStream(t *testing.T) {
 	e := newEnv(t)
 	srcStore, dstFS := openStore(t), vfs.NewMem()
@@ -105,11 +119,7 @@ func TestCopyThroughStream(t *testing.T) {
 		}
 		put(t, srcStore, res, fmt.Sprintf("m%02d", i), fmt.Sprintf("hello %d", i), refs...)
 	}
-	token := "tok-1"
-	if err := sc.SetFence(t.Context(), res, contract.FenceFor(store.FenceHardDelete, token, time.Now().Add(time.Hour), 0)); err != nil {
-		t.Fatalf("SetFence(hard-delete): %v", err)
-	}
-	hist := copyPass(t, sc, dc, mig, contract.ExportRequest{Resource: res, Mode: contract.Historical, Limit: 3})
+	hist := copyPass(t, sc, dc, mig, contract.ExportRequest{Resource: res, Mode: contract.Historical, Limit: 3, Authority: hardDeleted})
 	if len(hist) != 7 {
 		t.Fatalf("20 records in pages of 3: %d pages", len(hist))
 	}
@@ -124,7 +134,7 @@ func TestCopyThroughStream(t *testing.T) {
 	tok := hist[0].SyncToken
 
 	// Users keep writing during the historical copy; deletes become
-	// tombstones under the hard-delete fence (paper 001 §4.3).
+	// tombstones under the hard-delete lock (paper 001 §4.3).
 	put(t, srcStore, res, "m01", "edited")
 	put(t, srcStore, res, "m20", "late")
 	for _, id := range []string{"m02", "m03"} {
@@ -132,27 +142,24 @@ func TestCopyThroughStream(t *testing.T) {
 			t.Fatalf("Delete(%s) = %+v, %v; want a tombstone", id, r, err)
 		}
 	}
-	if err := sc.SetFence(t.Context(), res, contract.FenceFor(store.FenceWrite, token, time.Now().Add(time.Minute), 0)); err != nil {
-		t.Fatalf("SetFence(write): %v", err)
-	}
-	delta := copyPass(t, sc, dc, mig, contract.ExportRequest{Resource: res, Mode: contract.Delta, SyncToken: tok, Limit: 3})
+	delta := copyPass(t, sc, dc, mig, contract.ExportRequest{Resource: res, Mode: contract.Delta, SyncToken: tok, Limit: 3, Authority: writeLocked})
 	all := append(slices.Clone(hist), delta...)
 	last := all[len(all)-1].Seq
 	sameDigests(t, sc, dc)
-	if _, err := dstStore.Get(res, "m02"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := dstStore.GetAt(res, "m02", swappedIn); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("tombstoned m02 at the target: %v, want not found", err)
 	}
 	if cp, err := dc.Checkpoint(t.Context(), mig); err != nil || cp != last {
 		t.Fatalf("Checkpoint = %d, %v; want %d", cp, err, last)
 	}
-	digests, err := dc.Digests(t.Context(), res)
+	digests, err := dc.Digests(t.Context(), res, contract.Authority{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("replayed exports land on the stored pages", func(t *testing.T) {
 		before := e.pagesCount(t)
-		req := contract.ExportRequest{Resource: res, Mode: contract.Historical, SyncToken: tok, Limit: 3}
+		req := contract.ExportRequest{Resource: res, Mode: contract.Historical, SyncToken: tok, Limit: 3, Authority: writeLocked}
 		for i, want := range hist {
 			ref, err := sc.ExportToStream(t.Context(), mig, req)
 			if err != nil {
@@ -170,7 +177,10 @@ func TestCopyThroughStream(t *testing.T) {
 
 	t.Run("replayed imports are harmless and the checkpoint is monotone", func(t *testing.T) {
 		for i := len(all) - 1; i >= 0; i-- {
-			r, err := dc.ImportFromStream(t.Context(), mig, all[i].Seq)
+			if all[i].Seq == 0 {
+				continue
+			}
+			r, err := dc.ImportFromStream(t.Context(), mig, res, importing, all[i].Seq)
 			if err != nil {
 				t.Fatalf("re-import of %d: %v", all[i].Seq, err)
 			}
@@ -181,22 +191,22 @@ func TestCopyThroughStream(t *testing.T) {
 				t.Fatalf("Checkpoint after re-importing %d = %d, %v; want %d", all[i].Seq, cp, err, last)
 			}
 		}
-		if got, err := dc.Digests(t.Context(), res); err != nil || !slices.Equal(got, digests) {
+		if got, err := dc.Digests(t.Context(), res, contract.Authority{}); err != nil || !slices.Equal(got, digests) {
 			t.Fatalf("replays changed the target: %v, %v", got, err)
 		}
 	})
 
 	t.Run("import checks the page belongs to the migration and service", func(t *testing.T) {
-		if _, err := dc.ImportFromStream(t.Context(), "mig-other", last); code(t, err) != contract.CodeInvalid {
+		if _, err := dc.ImportFromStream(t.Context(), "mig-other", res, importing, last); code(t, err) != contract.CodeInvalid {
 			t.Fatalf("import of another migration's page: %v, want invalid", err)
 		}
-		if _, err := dc.ImportFromStream(t.Context(), mig, last+1000); code(t, err) != contract.CodeNotFound {
+		if _, err := dc.ImportFromStream(t.Context(), mig, res, importing, last+1000); code(t, err) != contract.CodeNotFound {
 			t.Fatalf("import of a missing page: %v, want not found", err)
 		}
-		if _, err := dc.ImportFromStream(t.Context(), mig, 0); code(t, err) != contract.CodeInvalid {
+		if _, err := dc.ImportFromStream(t.Context(), mig, res, importing, 0); code(t, err) != contract.CodeInvalid {
 			t.Fatalf("import of page 0: %v, want invalid", err)
 		}
-		if _, err := dc.ImportFromStream(t.Context(), "bad.id", 1); code(t, err) != contract.CodeInvalid {
+		if _, err := dc.ImportFromStream(t.Context(), "bad.id", res, importing, 1); code(t, err) != contract.CodeInvalid {
 			t.Fatalf("import under a bad migration id: %v, want invalid", err)
 		}
 	})
@@ -218,22 +228,27 @@ func TestCopyThroughStream(t *testing.T) {
 }
 
 // TestExportRetryReturnsStoredPage: an export retried after more writes
-// (its first reply was lost) gets the page the stream already holds, not
-// the recomputed one, so the cursor it returns matches what the importer
-// will read.
+// (its first reply was lost, and the write fence it ran under was lifted
+// and set again by a later revision) gets the page the stream already
+// holds, not the recomputed one, so the cursor it returns matches what the
+// importer will read.
 func TestExportRetryReturnsStoredPage(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t)
 	e.serve(t, "eu", services.NewStoreParticipant("messages", st, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
 	c := contractnats.Dial(e.nc, e.js, "eu", "messages")
 	put(t, st, res, "a", "1")
-	req := contract.ExportRequest{Resource: res, Mode: contract.Delta, Limit: 10}
+	req := contract.ExportRequest{Resource: res, Mode: contract.Delta, Limit: 10, Authority: writeLocked}
 	first, err := c.ExportToStream(t.Context(), "mig-r", req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.Authorize(t.Context(), res, contract.Authority{Rev: writeLocked.Rev + 1, Role: contract.RolePrimary}); err != nil {
+		t.Fatal(err)
+	}
 	put(t, st, res, "b", "2")
 	put(t, st, res, "c", "3")
+	req.Authority.Rev += 2
 	again, err := c.ExportToStream(t.Context(), "mig-r", req)
 	if err != nil {
 		t.Fatal(err)
@@ -311,22 +326,21 @@ func (f fake) Service() string { return f.service }
 func (f fake) Export(context.Context, contract.ExportRequest) (contract.Page, error) {
 	return contract.Page{}, contract.Errorf(contract.CodeInternal, "fake")
 }
-func (f fake) Import(context.Context, contract.Page) (contract.ImportResult, error) {
+func (f fake) Import(context.Context, contract.ImportRequest) (contract.ImportResult, error) {
 	return contract.ImportResult{}, contract.Errorf(contract.CodeInternal, "fake")
 }
-func (f fake) Digests(_ context.Context, r string) ([]contract.SliceDigest, error) {
+func (f fake) Authorize(context.Context, string, contract.Authority) (contract.Authority, error) {
+	return contract.Authority{}, contract.Errorf(contract.CodeInternal, "fake")
+}
+func (f fake) Digests(_ context.Context, r string, _ contract.Authority) ([]contract.SliceDigest, error) {
 	return f.digests(r)
 }
 func (f fake) ReadSlice(context.Context, string, int64, int64) ([]contract.Record, error) {
 	return nil, contract.Errorf(contract.CodeInternal, "fake")
 }
-func (f fake) SetFence(context.Context, string, contract.Fence) error {
-	return contract.Errorf(contract.CodeInternal, "fake")
+func (f fake) Cleanup(_ context.Context, r string, _ contract.Authority) (int, error) {
+	return f.cleanup(r)
 }
-func (f fake) ClearFence(context.Context, string, string) error {
-	return contract.Errorf(contract.CodeInternal, "fake")
-}
-func (f fake) Cleanup(_ context.Context, r string) (int, error) { return f.cleanup(r) }
 
 // TestErrorsCrossTheWire: a remote *contract.Error comes back equal, so
 // errors.As, the code, Retry-After and the lock survive NATS.
@@ -341,19 +355,22 @@ func TestErrorsCrossTheWire(t *testing.T) {
 		if code(t, err) != contract.CodeInvalid {
 			t.Fatalf("export with mode 9: %v", err)
 		}
-		_, err = c.Digests(t.Context(), "")
+		_, err = c.Digests(t.Context(), "", contract.Authority{})
 		if code(t, err) != contract.CodeInvalid {
 			t.Fatalf("digests of an empty resource: %v", err)
 		}
 	})
 
-	t.Run("fence held by another token", func(t *testing.T) {
-		if err := c.SetFence(t.Context(), res, contract.FenceFor(store.FenceWrite, "a", time.Now().Add(time.Hour), 0)); err != nil {
+	t.Run("a stale authority is a conflict", func(t *testing.T) {
+		if _, err := c.Authorize(t.Context(), res, writeLocked); err != nil {
 			t.Fatal(err)
 		}
-		err := c.ClearFence(t.Context(), res, "b")
+		_, err := c.Authorize(t.Context(), res, hardDeleted)
 		if code(t, err) != contract.CodeConflict {
-			t.Fatalf("ClearFence with another token: %v", err)
+			t.Fatalf("Authorize of an older revision: %v", err)
+		}
+		if got, err := c.Authorize(t.Context(), res, contract.Authority{}); err != nil || got != writeLocked {
+			t.Fatalf("the authority held: %s, %v; want %s", got, err, writeLocked)
 		}
 	})
 
@@ -366,7 +383,7 @@ func TestErrorsCrossTheWire(t *testing.T) {
 			t.Fatalf("store refusal %+v", want)
 		}
 		e.serve(t, "eu", fake{service: "locked", digests: func(string) ([]contract.SliceDigest, error) { return nil, want }}, contractnats.ServeOptions{})
-		_, err := contractnats.Dial(e.nc, e.js, "eu", "locked").Digests(t.Context(), res)
+		_, err := contractnats.Dial(e.nc, e.js, "eu", "locked").Digests(t.Context(), res, contract.Authority{})
 		var got *contract.Error
 		if !errors.As(err, &got) || !reflect.DeepEqual(got, want) {
 			t.Fatalf("remote error %#v, want %#v", err, want)
@@ -380,13 +397,13 @@ func TestErrorsCrossTheWire(t *testing.T) {
 			cleanup: func(string) (int, error) { panic("boom") },
 		}, contractnats.ServeOptions{})
 		bc := contractnats.Dial(e.nc, e.js, "eu", "broken")
-		if _, err := bc.Digests(t.Context(), res); code(t, err) != contract.CodeInternal {
+		if _, err := bc.Digests(t.Context(), res, contract.Authority{}); code(t, err) != contract.CodeInternal {
 			t.Fatalf("plain error: %v", err)
 		}
-		if _, err := bc.Cleanup(t.Context(), res); code(t, err) != contract.CodeInternal {
+		if _, err := bc.Cleanup(t.Context(), res, contract.Authority{Rev: 1, Role: contract.RoleSecondary}); code(t, err) != contract.CodeInternal {
 			t.Fatalf("panic: %v", err)
 		}
-		if _, err := bc.Digests(t.Context(), res); code(t, err) != contract.CodeInternal {
+		if _, err := bc.Digests(t.Context(), res, contract.Authority{}); code(t, err) != contract.CodeInternal {
 			t.Fatalf("after a panic the server must keep serving: %v", err)
 		}
 	})
@@ -399,14 +416,14 @@ func TestNoResponders(t *testing.T) {
 	c := contractnats.Dial(e.nc, e.js, "nowhere", "messages", contractnats.WithTimeout(5*time.Second))
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	_, err := c.Digests(ctx, res)
+	_, err := c.Digests(ctx, res, contract.Authority{})
 	if code(t, err) != contract.CodeUnavailable {
 		t.Fatalf("Digests with no server: %v", err)
 	}
 	if ctx.Err() != nil {
 		t.Fatalf("no responders took the whole timeout")
 	}
-	if err := contractnats.Dial(e.nc, e.js, "bad.region", "messages").SetFence(t.Context(), res, contract.Fence{}); code(t, err) != contract.CodeInvalid {
+	if _, err := contractnats.Dial(e.nc, e.js, "bad.region", "messages").Authorize(t.Context(), res, contract.Authority{}); code(t, err) != contract.CodeInvalid {
 		t.Fatalf("bad region: %v", err)
 	}
 }
@@ -419,7 +436,7 @@ func TestGarbledRequest(t *testing.T) {
 	e.serve(t, "eu", services.NewStoreParticipant("messages", st, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
 	c := contractnats.Dial(e.nc, e.js, "eu", "messages")
 	put(t, st, res, "a", "1")
-	before, err := c.Digests(t.Context(), res)
+	before, err := c.Digests(t.Context(), res, contract.Authority{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,10 +449,7 @@ func TestGarbledRequest(t *testing.T) {
 		{0xc1},                               // never-used code
 		{0x80, 0x80},                         // trailing bytes
 	}
-	ops := []string{contractnats.OpExport, contractnats.OpImport, contractnats.OpFence, contractnats.OpUnfence,
-		contractnats.OpForceUnfence, contractnats.OpCleanup, contractnats.OpDigests, contractnats.OpSlice, contractnats.OpCheckpoint,
-		contractnats.OpGrant, contractnats.OpRevoke, contractnats.OpReset}
-	for _, op := range ops {
+	for _, op := range contractnats.Ops {
 		for i, p := range payloads {
 			reply, err := e.nc.RequestWithContext(t.Context(), contractnats.EndpointSubject("eu", "messages", op), p)
 			if err != nil {
@@ -446,12 +460,12 @@ func TestGarbledRequest(t *testing.T) {
 			}
 		}
 	}
-	after, err := c.Digests(t.Context(), res)
+	after, err := c.Digests(t.Context(), res, contract.Authority{})
 	if err != nil || !slices.Equal(after, before) {
 		t.Fatalf("garbled requests changed the digests: %v, %v", after, err)
 	}
-	if f, err := st.GetFence(res); err != nil || f.Level != store.FenceNone {
-		t.Fatalf("garbled requests set a fence: %+v, %v", f, err)
+	if a, err := st.Authority(res); err != nil || a != (contract.Authority{}) {
+		t.Fatalf("garbled requests installed an authority: %s, %v", a, err)
 	}
 	if n := e.pagesCount(t); n != 0 {
 		t.Fatalf("garbled requests published %d pages", n)
@@ -520,32 +534,11 @@ func TestContractKitOverNATS(t *testing.T) {
 		h := n.Add(1)
 		srcStore, dstStore := openStore(t), openStore(t)
 		srcRegion, dstRegion := fmt.Sprintf("src%d", h), fmt.Sprintf("dst%d", h)
-		routing := contracttest.NewRouting()
-		e.serve(t, srcRegion, services.NewStoreParticipant("kit", srcStore, services.StoreParticipantOptions{KeepOnCleanup: services.RoutingCleanupGuard(routing, srcRegion)}), contractnats.ServeOptions{})
-		e.serve(t, dstRegion, services.NewStoreParticipant("kit", dstStore, services.StoreParticipantOptions{KeepOnCleanup: services.RoutingCleanupGuard(routing, dstRegion)}), contractnats.ServeOptions{})
+		e.serve(t, srcRegion, services.NewStoreParticipant("kit", srcStore, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
+		e.serve(t, dstRegion, services.NewStoreParticipant("kit", dstStore, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
 		return contracttest.Harness{
-			SourceRegion: srcRegion, TargetRegion: dstRegion, Route: routing.Route,
-			Source: remote{c: contractnats.Dial(e.nc, e.js, srcRegion, "kit"), js: e.js, ids: &ids},
-			Target: remote{c: contractnats.Dial(e.nc, e.js, dstRegion, "kit"), js: e.js, ids: &ids},
-			Write: func(resource, id string, data []byte, refs []string) (contract.Record, error) {
-				rec := store.Record{ID: id, Data: data, Refs: refs}
-				got, err := srcStore.Put(resource, rec, true)
-				if errors.Is(err, store.ErrExists) {
-					got, err = srcStore.Put(resource, rec, false)
-				}
-				return got, err
-			},
-			Delete: func(resource, id string) error {
-				_, err := srcStore.Delete(resource, id)
-				return err
-			},
-			Read: func(resource, id string) (contract.Record, bool, error) {
-				rec, err := dstStore.Get(resource, id)
-				if errors.Is(err, store.ErrNotFound) {
-					return contract.Record{}, false, nil
-				}
-				return rec, err == nil, err
-			},
+			Source: remote{c: contractnats.Dial(e.nc, e.js, srcRegion, "kit"), js: e.js, ids: &ids}, SourceUser: contracttest.StoreUser(srcStore),
+			Target: remote{c: contractnats.Dial(e.nc, e.js, dstRegion, "kit"), js: e.js, ids: &ids}, TargetUser: contracttest.StoreUser(dstStore),
 		}
 	})
 }
@@ -558,7 +551,7 @@ func TestServerHonoursCallerDeadline(t *testing.T) {
 	srv := e.serve(t, "eu", ctxFake{deadlines: deadlines}, contractnats.ServeOptions{HandlerTimeout: time.Hour})
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
-	_, err := contractnats.Dial(e.nc, e.js, "eu", srv.Service()).Digests(ctx, res)
+	_, err := contractnats.Dial(e.nc, e.js, "eu", srv.Service()).Digests(ctx, res, contract.Authority{})
 	if code(t, err) != contract.CodeUnavailable {
 		t.Fatalf("slow Digests: %v, want unavailable", err)
 	}
@@ -575,7 +568,7 @@ type ctxFake struct {
 
 func (f ctxFake) Service() string { return "blocking" }
 
-func (f ctxFake) Digests(ctx context.Context, _ string) ([]contract.SliceDigest, error) {
+func (f ctxFake) Digests(ctx context.Context, _ string, _ contract.Authority) ([]contract.SliceDigest, error) {
 	dl, ok := ctx.Deadline()
 	f.deadlines <- ok && time.Until(dl) < time.Second
 	<-ctx.Done()
@@ -593,12 +586,12 @@ func TestServeStopsWithContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := contractnats.Dial(e.nc, e.js, "eu", "messages")
-	if _, err := c.Digests(t.Context(), res); err != nil {
+	if _, err := c.Digests(t.Context(), res, contract.Authority{}); err != nil {
 		t.Fatalf("Digests while serving: %v", err)
 	}
 	cancel()
 	poll(t, 5*time.Second, "server stops", func() bool {
-		_, err := c.Digests(t.Context(), res)
+		_, err := c.Digests(t.Context(), res, contract.Authority{})
 		var se *contract.Error
 		return errors.As(err, &se) && se.Code == contract.CodeUnavailable
 	})
@@ -613,7 +606,7 @@ func TestServeStopsWithContext(t *testing.T) {
 	}
 }
 
-// TestRescheduledAttemptPublishesItsOwnPage is issue 14 #5: a rescheduled
+// TestRescheduledAttemptPublishesItsOwnPage: a rescheduled
 // attempt exports the same position (same sync token and cursor: a physical
 // delete does not advance the change sequence) with different records; its
 // page must be stored, not deduplicated against the previous attempt's.

@@ -17,18 +17,19 @@ import (
 // TestRequestPastItsDeadlineIsNotExecuted: a request that reaches its
 // handler after the caller's absolute deadline (queued behind the server's
 // slots, or held in a reconnect buffer and sent after the caller gave up)
-// is dropped unexecuted (issue 14 #1): here a fence request, which must
-// leave no fence.
+// is dropped unexecuted: here an authority request, which must install
+// nothing.
 func TestRequestPastItsDeadlineIsNotExecuted(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t)
 	e.serve(t, "eu", services.NewStoreParticipant("messages", st, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
-	body, err := msgpack.Marshal(map[string]any{"res": "conv/late", "fence": contract.Fence{Level: contract.FenceWrite, Token: "t", Expiry: time.Now().Add(time.Hour)}})
+	fence := contract.Authority{Rev: 5, Role: contract.RoleExporting, Until: contract.UntilOf(time.Now().Add(time.Hour))}
+	body, err := msgpack.Marshal(map[string]any{"res": "conv/late", "auth": fence})
 	if err != nil {
 		t.Fatal(err)
 	}
 	send := func(deadline time.Time) *nats.Msg {
-		m := nats.NewMsg(contractnats.EndpointSubject("eu", "messages", contractnats.OpFence))
+		m := nats.NewMsg(contractnats.EndpointSubject("eu", "messages", contractnats.OpAuthority))
 		m.Data = body
 		m.Header.Set(contractnats.HeaderTimeout, "5000")
 		m.Header.Set(contractnats.HeaderDeadline, strconv.FormatInt(deadline.UnixMilli(), 10))
@@ -42,14 +43,14 @@ func TestRequestPastItsDeadlineIsNotExecuted(t *testing.T) {
 	if code := reply.Header.Get(micro.ErrorCodeHeader); code != string(contract.CodeUnavailable) {
 		t.Fatalf("a request past its deadline answered code %q (%s), want unavailable", code, reply.Header.Get(micro.ErrorHeader))
 	}
-	if f, err := st.GetFence("conv/late"); err != nil || f.Level != contract.FenceNone {
-		t.Fatalf("a request past its deadline set a fence: %+v %v", f, err)
+	if a, err := st.Authority("conv/late"); err != nil || a != (contract.Authority{}) {
+		t.Fatalf("a request past its deadline installed %s (%v)", a, err)
 	}
 	reply = send(time.Now().Add(5 * time.Second))
 	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
 		t.Fatalf("a request within its deadline: code %q (%s)", code, reply.Header.Get(micro.ErrorHeader))
 	}
-	if f, err := st.GetFence("conv/late"); err != nil || f.Level != contract.FenceWrite {
-		t.Fatalf("a request within its deadline set no fence: %+v %v", f, err)
+	if a, err := st.Authority("conv/late"); err != nil || a != fence {
+		t.Fatalf("a request within its deadline installed %s (%v), want %s", a, err, fence)
 	}
 }

@@ -136,52 +136,27 @@ func (e *dirEndpoint) pageInfo(req contract.ExportRequest, ref PageRef) contract
 		Resource: req.Resource}
 }
 
-var _ contract.FenceExporter = (*dirEndpoint)(nil)
-
-func (e *dirEndpoint) FenceAndExport(ctx context.Context, migrationID, resource string, f contract.Fence, req contract.ExportRequest) (contract.PageInfo, bool, error) {
-	ref, ok, err := e.c.FenceAndExport(ctx, migrationID, resource, f, req)
-	if err != nil || !ok {
-		return contract.PageInfo{}, ok, err
-	}
-	return e.pageInfo(req, ref), true, nil
+func (e *dirEndpoint) Authorize(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
+	return e.c.Authorize(ctx, resource, a)
 }
 
 func (e *dirEndpoint) Import(ctx context.Context, migrationID string, p contract.PageInfo) (contract.ImportResult, error) {
 	return e.c.Import(ctx, migrationID, p)
 }
 
-var _ contract.ImportGate = (*dirEndpoint)(nil)
-
-func (e *dirEndpoint) GrantImport(ctx context.Context, resource, token string, expiry time.Time) error {
-	return e.c.GrantImport(ctx, resource, token, expiry)
-}
-
-func (e *dirEndpoint) ResetForCopy(ctx context.Context, resource, token string) (int, error) {
-	return e.c.ResetForCopy(ctx, resource, token)
-}
-
-func (e *dirEndpoint) RevokeImport(ctx context.Context, resource, token string) error {
-	return e.c.RevokeImport(ctx, resource, token)
-}
-
-func (e *dirEndpoint) Digests(ctx context.Context, resource string) ([]contract.SliceDigest, error) {
+// Digests reads through the contract, or through the user-facing API when
+// the directory has one (paper 001 §5.3: validate through the path users
+// take); that path carries no authority, the contract's does.
+func (e *dirEndpoint) Digests(ctx context.Context, resource string, a contract.Authority) ([]contract.SliceDigest, error) {
 	base := strings.TrimRight(e.dir.opts.APIURL(), "/")
 	if base == "" {
-		return e.c.Digests(ctx, resource)
+		return e.c.Digests(ctx, resource, a)
 	}
 	return e.dir.apiDigests(ctx, base, e.c.Region(), e.c.Service(), resource)
 }
 
-func (e *dirEndpoint) SetFence(ctx context.Context, resource string, f contract.Fence) error {
-	return e.c.SetFence(ctx, resource, f)
-}
-
-func (e *dirEndpoint) ClearFence(ctx context.Context, resource, token string) error {
-	return e.c.ClearFence(ctx, resource, token)
-}
-
-func (e *dirEndpoint) Cleanup(ctx context.Context, resource string) (int, error) {
-	return e.c.Cleanup(ctx, resource)
+func (e *dirEndpoint) Cleanup(ctx context.Context, resource string, a contract.Authority) (int, error) {
+	return e.c.Cleanup(ctx, resource, a)
 }
 
 // apiDigests reads one service's slice digests of resource at region

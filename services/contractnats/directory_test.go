@@ -9,19 +9,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
-	"github.com/cutover/cutover/services/contracttest"
 	"github.com/cutover/cutover/services/store"
 )
 
 // TestDirectory drives the orchestrator's view of the NATS contract: the
 // endpoints of a kind, a page copied between regions through PAGES,
-// fences and cleanup, and validation digests read through the contract or
-// through the API.
+// authority and cleanup, and validation digests read through the contract
+// or through the API.
 func TestDirectory(t *testing.T) {
 	e := newEnv(t)
 	stores := map[string]*store.Store{}
@@ -29,9 +27,7 @@ func TestDirectory(t *testing.T) {
 		for _, svc := range []string{"messages", "reactions"} {
 			st := openStore(t)
 			stores[region+"/"+svc] = st
-			// No routing document: the cleanup guard keeps nothing.
-			keep := services.RoutingCleanupGuard(contracttest.NewRouting(), region)
-			e.serve(t, region, services.NewStoreParticipant(svc, st, services.StoreParticipantOptions{KeepOnCleanup: keep}), contractnats.ServeOptions{})
+			e.serve(t, region, services.NewStoreParticipant(svc, st, services.StoreParticipantOptions{}), contractnats.ServeOptions{})
 		}
 	}
 	servicesFor := func(kind string) []string {
@@ -77,44 +73,45 @@ func TestDirectory(t *testing.T) {
 		put(t, stores["us/messages"], res, "m1", "hello")
 		put(t, stores["us/messages"], res, "m2", "world")
 		src, dst := endpoints(t, dir, "us")[0], endpoints(t, dir, "eu")[0]
-		info, err := src.Export(ctx, "mig-dir", contract.ExportRequest{Resource: res, Mode: contract.Historical})
+		info, err := src.Export(ctx, "mig-dir", contract.ExportRequest{Resource: res, Mode: contract.Historical, Authority: hardDeleted})
 		if err != nil {
 			t.Fatalf("Export: %v", err)
 		}
 		if info.Count != 2 || info.Seq == 0 || info.Service != "messages" || info.Mode != contract.Historical || info.SyncToken == 0 {
 			t.Fatalf("PageInfo %+v", info)
 		}
+		info.Authority = importing
 		if r, err := dst.Import(ctx, "mig-dir", info); err != nil || r.Applied != 2 {
 			t.Fatalf("Import: %+v, %v", r, err)
 		}
-		sd, err := src.Digests(ctx, res)
+		sd, err := src.Digests(ctx, res, contract.Authority{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		td, err := dst.Digests(ctx, res)
+		td, err := dst.Digests(ctx, res, importing)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(sd) == 0 || !slices.Equal(sd, td) {
 			t.Fatalf("digests differ after the copy: %v vs %v", sd, td)
 		}
-		if _, err := dst.Import(ctx, "mig-dir", contract.PageInfo{Service: "messages"}); code(t, err) != contract.CodeInvalid {
-			t.Fatalf("Import without a sequence: %v, want invalid", err)
+		if _, err := dst.Import(ctx, "mig-dir", contract.PageInfo{Service: "messages", Authority: importing}); code(t, err) != contract.CodeInvalid {
+			t.Fatalf("Import without a resource: %v, want invalid", err)
 		}
 	})
 
-	t.Run("fence and cleanup", func(t *testing.T) {
+	t.Run("authority and cleanup", func(t *testing.T) {
 		ep := endpoints(t, dir, "us")[0]
-		if err := ep.SetFence(ctx, res, contract.FenceFor(contract.FenceWrite, "tok-dir", time.Now().Add(time.Hour), 0)); err != nil {
-			t.Fatalf("SetFence: %v", err)
+		if got, err := ep.Authorize(ctx, res, writeLocked); err != nil || got != writeLocked {
+			t.Fatalf("Authorize: %s, %v", got, err)
 		}
-		if f, err := stores["us/messages"].GetFence(res); err != nil || f.Level != contract.FenceWrite {
-			t.Fatalf("fence at the store: %+v, %v", f, err)
+		if a, err := stores["us/messages"].Authority(res); err != nil || a != writeLocked {
+			t.Fatalf("authority at the store: %s, %v", a, err)
 		}
-		if err := ep.ClearFence(ctx, res, "tok-dir"); err != nil {
-			t.Fatalf("ClearFence: %v", err)
+		if _, err := ep.Cleanup(ctx, res, writeLocked); code(t, err) != contract.CodeConflict {
+			t.Fatalf("Cleanup at an exporting store: %v, want a conflict", err)
 		}
-		if n, err := ep.Cleanup(ctx, res); err != nil || n == 0 {
+		if n, err := ep.Cleanup(ctx, res, swappedOut); err != nil || n == 0 {
 			t.Fatalf("Cleanup: %d, %v", n, err)
 		}
 	})
@@ -143,7 +140,7 @@ func TestDirectory(t *testing.T) {
 			APIURL: func() string { return api.URL + "/" }, APIDigestsPath: path, Secret: "s3cret"})
 		ep := endpoints(t, viaAPI, "eu")[0]
 
-		ds, err := ep.Digests(ctx, res)
+		ds, err := ep.Digests(ctx, res, contract.Authority{})
 		if err != nil {
 			t.Fatalf("Digests: %v", err)
 		}
@@ -158,16 +155,16 @@ func TestDirectory(t *testing.T) {
 		}
 
 		set(http.StatusOK, "reactions") // messages absent: never read as empty
-		if _, err := ep.Digests(ctx, res); code(t, err) != contract.CodeInternal {
+		if _, err := ep.Digests(ctx, res, contract.Authority{}); code(t, err) != contract.CodeInternal {
 			t.Fatalf("service not reported: %v, want internal", err)
 		}
 		set(http.StatusServiceUnavailable, "messages")
-		if _, err := ep.Digests(ctx, res); code(t, err) != contract.CodeUnavailable {
+		if _, err := ep.Digests(ctx, res, contract.Authority{}); code(t, err) != contract.CodeUnavailable {
 			t.Fatalf("HTTP 503: %v, want unavailable", err)
 		}
 
 		noPath := contractnats.NewDirectory(e.nc, e.js, servicesFor, contractnats.DirectoryOptions{APIURL: func() string { return api.URL }})
-		if _, err := endpoints(t, noPath, "eu")[0].Digests(ctx, res); code(t, err) != contract.CodeInternal {
+		if _, err := endpoints(t, noPath, "eu")[0].Digests(ctx, res, contract.Authority{}); code(t, err) != contract.CodeInternal {
 			t.Fatalf("no APIDigestsPath: %v, want internal", err)
 		}
 	})

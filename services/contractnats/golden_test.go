@@ -31,8 +31,16 @@ func goldenValues() []struct {
 		v    any
 	}{
 		{"export-request", &exportRequest{Migration: "m1", Request: contract.ExportRequest{Resource: "conv/c1", Mode: contract.Delta, SyncToken: 5, Cursor: 9, Limit: 3}}},
-		{"fence-request", &fenceRequest{Resource: "conv/c1", Fence: contract.Fence{Level: contract.FenceWrite, Token: "tok", Expiry: t0, SetAt: t0.Add(-time.Minute)}}},
-		{"fence-hard-delete", &fenceRequest{Resource: "conv/c1", Fence: contract.Fence{Level: contract.FenceHardDelete, Token: "tok", Expiry: t0}}},
+		{"export-request-stamped", &exportRequest{Migration: "m1", Request: contract.ExportRequest{Resource: "conv/c1", Mode: contract.Historical, Limit: 500, Attempt: 2,
+			Authority: contract.Authority{Rev: 7, Role: contract.RolePrimary, Deletes: contract.DeletesTombstone, Until: t0.UnixMilli()}}}},
+		{"authority-request", &authorityRequest{Resource: "conv/c1", Authority: contract.Authority{Rev: 9, Role: contract.RoleExporting, Until: t0.UnixMilli()}}},
+		{"authority-secondary", &authorityRequest{Resource: "conv/c1", Authority: contract.Authority{Rev: 12, Role: contract.RoleSecondary}}},
+		{"authority-reply", &authorityReply{Authority: contract.Authority{Rev: 12, Role: contract.RolePrimary}}},
+		{"import-request", &importRequest{Migration: "m1", Resource: "conv/c1", Authority: contract.Authority{Rev: 9, Role: contract.RoleImporting}, Seq: 4, Reset: true}},
+		{"import-request-inline", &importRequest{Migration: "m1", Resource: "conv/c1", Authority: contract.Authority{Rev: 9, Role: contract.RoleImporting}, Digests: true,
+			Page: &contract.Page{Service: "messages", Resource: "conv/c1", Mode: contract.Delta, SyncToken: 1, Cursor: 1, Next: 2,
+				Records: []contract.Record{{ID: "a", Kind: "message", Version: 1, Seq: 2, CreatedAt: 3, UpdatedAt: 4, Data: []byte("hi")}}}}},
+		{"cleanup-reply", &cleanupReply{Removed: 3}},
 		{"page", &contract.Page{Service: "messages", Resource: "conv/c1", Mode: contract.Historical, SyncToken: 1, Cursor: 0, Next: 2, More: true,
 			Records: []contract.Record{
 				{ID: "a", Kind: "message", Version: 1, Seq: 2, CreatedAt: 3, UpdatedAt: 4, Data: []byte("hi"), Refs: []string{"media/x"}},
@@ -40,7 +48,9 @@ func goldenValues() []struct {
 			},
 			Dependents: []string{"media/x"}}},
 		{"import-result", &contract.ImportResult{Applied: 1, Total: 2}},
-		{"error", &contract.Error{Code: contract.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "fence write"}},
+		{"import-result-digests", &contract.ImportResult{Applied: 1, Total: 1, Removed: 4, Digests: []contract.SliceDigest{{Slice: 3_600_000_000_000, Count: 1, Hash: [16]byte{0xde, 0xad}}}}},
+		{"error", &contract.Error{Code: contract.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "write fence"}},
+		{"error-moved", &contract.Error{Code: contract.CodeLocked, Message: "m", Lock: "moved"}},
 		{"digests", []contract.SliceDigest{{Slice: 1, Count: 2, Hash: [16]byte{1, 2, 3}}}},
 		{"page-ref", &PageRef{Seq: 3, Count: 2, Next: 4, More: true, SyncToken: 2, Dependents: []string{"media/a"}, Duplicate: true}},
 	}

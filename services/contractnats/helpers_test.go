@@ -142,50 +142,43 @@ func (r remote) Export(ctx context.Context, req contract.ExportRequest) (contrac
 	return page, nil
 }
 
-func (r remote) Import(ctx context.Context, page contract.Page) (contract.ImportResult, error) {
+func (r remote) Authorize(ctx context.Context, res string, a contract.Authority) (contract.Authority, error) {
+	return r.c.Authorize(ctx, res, a)
+}
+
+// Import publishes the request's page to PAGES and asks the participant to
+// import it from there; a page without records travels inline.
+func (r remote) Import(ctx context.Context, req contract.ImportRequest) (contract.ImportResult, error) {
 	mig := r.mig()
-	if page.Service == "" {
-		page.Service = r.c.Service()
+	pi := contract.PageInfo{Resource: req.Resource, Authority: req.Authority, Reset: req.Reset, Digests: req.Digests}
+	if req.Page != nil {
+		page := *req.Page
+		if page.Service == "" {
+			page.Service = r.c.Service()
+		}
+		if len(page.Records) == 0 {
+			pi.Page = &page
+		} else {
+			ref, err := contractnats.PublishPage(ctx, r.js, mig, page)
+			if err != nil {
+				return contract.ImportResult{}, err
+			}
+			pi.Seq = ref.Seq
+		}
 	}
-	ref, err := contractnats.PublishPage(ctx, r.js, mig, page)
-	if err != nil {
-		return contract.ImportResult{}, err
-	}
-	return r.c.ImportGranted(ctx, mig, ref.Seq, page.Grant)
+	return r.c.Import(ctx, mig, pi)
 }
 
-var _ contract.ImportGate = remote{}
-
-func (r remote) GrantImport(ctx context.Context, res, token string, expiry time.Time) error {
-	return r.c.GrantImport(ctx, res, token, expiry)
-}
-
-func (r remote) ResetForCopy(ctx context.Context, res, token string) (int, error) {
-	return r.c.ResetForCopy(ctx, res, token)
-}
-
-func (r remote) RevokeImport(ctx context.Context, res, token string) error {
-	return r.c.RevokeImport(ctx, res, token)
-}
-
-func (r remote) Digests(ctx context.Context, res string) ([]contract.SliceDigest, error) {
-	return r.c.Digests(ctx, res)
+func (r remote) Digests(ctx context.Context, res string, a contract.Authority) ([]contract.SliceDigest, error) {
+	return r.c.Digests(ctx, res, a)
 }
 
 func (r remote) ReadSlice(ctx context.Context, res string, from, to int64) ([]contract.Record, error) {
 	return r.c.ReadSlice(ctx, res, from, to)
 }
 
-func (r remote) SetFence(ctx context.Context, res string, f contract.Fence) error {
-	return r.c.SetFence(ctx, res, f)
-}
-
-func (r remote) ClearFence(ctx context.Context, res, token string) error {
-	return r.c.ClearFence(ctx, res, token)
-}
-
-func (r remote) Cleanup(ctx context.Context, res string) (int, error) {
-	return r.c.Cleanup(ctx, res)
+func (r remote) Cleanup(ctx context.Context, res string, a contract.Authority) (int, error) {
+	return r.c.Cleanup(ctx, res, a)
 }
 
 // poll calls ok every few milliseconds until it returns true or the

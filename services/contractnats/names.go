@@ -14,9 +14,10 @@ const (
 	// ServiceName is the micro service name every contract server registers;
 	// Discover asks $SRV.INFO.<ServiceName>.
 	ServiceName = "cutover-contract"
-	// Version is the micro service version, bumped when the wire changes
-	// (1.2.0: inline pages, grants and seals in import requests, issue 16).
-	Version = "1.2.0"
+	// Version is the micro service version, the migration contract's
+	// version: bumped when the wire changes (2.0.0: one authority record
+	// per resource, docs/participant.md).
+	Version = "2.0.0"
 	// SubjectPrefix prefixes every contract endpoint subject:
 	// "cutover.contract.<region>.<service>.<op>".
 	SubjectPrefix = "cutover.contract"
@@ -31,25 +32,25 @@ const (
 	MetadataService = "service"
 )
 
-// Endpoint operation names (the last subject token).
+// Endpoint operation names (the last subject token;
+// docs/participant.md "Operations").
 const (
-	OpExport  = "export"
-	OpImport  = "import"
-	OpDigests = "digests"
-	OpSlice   = "slice"
-	OpFence   = "fence"
-	OpUnfence = "unfence"
-	// OpForceUnfence is the operator's clear of a stranded fence
-	// (contract.FenceAdmin, `cutover fence clear`).
-	OpForceUnfence = "force-unfence"
-	OpCleanup      = "cleanup"
-	// OpGrant and OpRevoke are the target's import grant
-	// (contract.ImportGate, issue 14 #1; version 1.1.0).
-	OpGrant      = "grant"
-	OpRevoke     = "revoke"
-	OpReset      = "reset" // contract.ImportGate.ResetForCopy
+	// OpAuthority installs an authority (contract.Participant.Authorize).
+	OpAuthority = "authority"
+	OpExport    = "export"
+	OpImport    = "import"
+	OpDigests   = "digests"
+	OpSlice     = "slice"
+	OpCleanup   = "cleanup"
+	// OpRepair is the operator's replacement of an authority record
+	// (contract.Repairer, `cutover fence clear`).
+	OpRepair = "repair"
+	// OpCheckpoint reads the import checkpoint of a migration.
 	OpCheckpoint = "checkpoint"
 )
+
+// Ops lists every operation a Server serves.
+var Ops = []string{OpAuthority, OpExport, OpImport, OpDigests, OpSlice, OpCleanup, OpRepair, OpCheckpoint}
 
 // Name limits: short enough that subjects, Msg-Ids and checkpoint names
 // (at most 256 bytes as store cursors) always fit.

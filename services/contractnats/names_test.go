@@ -16,7 +16,7 @@ func TestReaderMayNotMutate(t *testing.T) {
 		t.Fatal(err)
 	}
 	deny := p.Publish.Deny
-	for _, op := range []string{OpFence, OpUnfence, OpForceUnfence, OpCleanup, OpImport, OpGrant, OpRevoke, OpReset, OpCheckpoint} {
+	for _, op := range []string{OpAuthority, OpRepair, OpCleanup, OpImport, OpCheckpoint} {
 		if !slices.Contains(deny, SubjectPrefix+".*.*."+op) {
 			t.Errorf("the reader may send %q requests", op)
 		}

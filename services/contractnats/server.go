@@ -139,17 +139,13 @@ func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region st
 		op string
 		h  handlerFunc
 	}{
+		{OpAuthority, s.authorize},
 		{OpExport, s.export},
 		{OpImport, s.importPage},
 		{OpDigests, s.digests},
 		{OpSlice, s.readSlice},
-		{OpFence, s.setFence},
-		{OpUnfence, s.clearFence},
-		{OpForceUnfence, s.forceClearFence},
 		{OpCleanup, s.cleanup},
-		{OpGrant, s.grantImport},
-		{OpRevoke, s.revokeImport},
-		{OpReset, s.resetForCopy},
+		{OpRepair, s.repair},
 		{OpCheckpoint, s.checkpoint},
 	} {
 		if err := g.AddEndpoint(ep.op, s.handler(ep.h)); err != nil {
@@ -378,8 +374,8 @@ func (s *Server) export(ctx context.Context, body []byte) (any, error) {
 	return s.exportPage(ctx, r)
 }
 
-// exportPage exports one page for r and publishes it, or returns it inline
-// (export, and a fence request that exports: setFence).
+// exportPage exports one page for r and publishes it, or returns it
+// inline.
 func (s *Server) exportPage(ctx context.Context, r exportRequest) (PageRef, error) {
 	if err := ValidateMigrationID(r.Migration); err != nil {
 		return PageRef{}, invalid("%v", err)
@@ -427,10 +423,7 @@ func (s *Server) importPage(ctx context.Context, body []byte) (any, error) {
 	if err := ValidateMigrationID(r.Migration); err != nil {
 		return nil, invalid("%v", err)
 	}
-	ir := contract.ImportRequest{Resource: r.Resource, Grant: r.Grant, Seal: r.Seal}
-	if r.GrantUntil > 0 {
-		ir.GrantUntil = time.UnixMilli(r.GrantUntil)
-	}
+	ir := contract.ImportRequest{Resource: r.Resource, Authority: r.Authority, Reset: r.Reset, Digests: r.Digests}
 	switch {
 	case r.Seq > 0 && r.Page != nil:
 		return nil, invalid("import of a page both inline and at sequence %d", r.Seq)
@@ -449,17 +442,15 @@ func (s *Server) importPage(ctx context.Context, body []byte) (any, error) {
 			return nil, invalid("inline page names service %q, not %q", r.Page.Service, s.service)
 		}
 		ir.Page = r.Page
-	case !r.Seal:
-		return nil, invalid("import of page sequence 0")
 	}
 	if ir.Resource == "" && ir.Page != nil {
 		ir.Resource = ir.Page.Resource
 	}
-	res, err := contract.ApplyImport(ctx, s.p, ir)
+	res, err := s.p.Import(ctx, ir)
 	if err != nil {
 		return nil, err
 	}
-	if r.Seq > 0 && !res.Refused {
+	if r.Seq > 0 {
 		if err := s.advance(r.Migration, r.Seq); err != nil {
 			return nil, err
 		}
@@ -523,13 +514,26 @@ func (s *Server) checkpoint(ctx context.Context, body []byte) (any, error) {
 	return checkpointReply{Seq: seq}, nil
 }
 
+// authorize implements OpAuthority: the record held afterwards.
+func (s *Server) authorize(ctx context.Context, body []byte) (any, error) {
+	var r authorityRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("authority request: %v", err)
+	}
+	a, err := s.p.Authorize(ctx, r.Resource, r.Authority)
+	if err != nil {
+		return nil, err
+	}
+	return authorityReply{Authority: a}, nil
+}
+
 // digests implements OpDigests.
 func (s *Server) digests(ctx context.Context, body []byte) (any, error) {
-	var r resourceRequest
+	var r authorityRequest
 	if err := decode(body, &r); err != nil {
 		return nil, invalid("digests request: %v", err)
 	}
-	d, err := s.p.Digests(ctx, r.Resource)
+	d, err := s.p.Digests(ctx, r.Resource, r.Authority)
 	if err != nil {
 		return nil, err
 	}
@@ -549,129 +553,33 @@ func (s *Server) readSlice(ctx context.Context, body []byte) (any, error) {
 	return recs, nil
 }
 
-// setFence implements OpFence (DESIGN.md "Two layers of enforcement").
-// A request that also asks for an export (issue 16: the write fence and
-// the first delta page in one round trip) exports once the fence is set,
-// so the page is final for as long as the fence holds, and replies with a
-// fenceReply; a plain fence request has no reply body.
-func (s *Server) setFence(ctx context.Context, body []byte) (any, error) {
-	var r fenceRequest
-	if err := decode(body, &r); err != nil {
-		return nil, invalid("fence request: %v", err)
-	}
-	if r.Export != nil && r.Export.Resource != r.Resource {
-		return nil, invalid("fence of %q exporting %q", r.Resource, r.Export.Resource)
-	}
-	if err := s.p.SetFence(ctx, r.Resource, r.Fence); err != nil || r.Export == nil {
-		return nil, err
-	}
-	ref, err := s.exportPage(ctx, exportRequest{Migration: r.Migration, Request: *r.Export})
-	if err != nil {
-		// The fence is set, which is what the request is for; the export
-		// is an optimisation the caller repeats on its own (Exported
-		// false).
-		return fenceReply{}, nil
-	}
-	return fenceReply{Exported: true, Ref: ref}, nil
-}
-
-// clearFence implements OpUnfence.
-func (s *Server) clearFence(ctx context.Context, body []byte) (any, error) {
-	var r unfenceRequest
-	if err := decode(body, &r); err != nil {
-		return nil, invalid("unfence request: %v", err)
-	}
-	return nil, s.p.ClearFence(ctx, r.Resource, r.Token)
-}
-
-// forceClearFence implements OpForceUnfence: the participant's
-// contract.FenceAdmin, or CodeInternal when it has none.
-func (s *Server) forceClearFence(ctx context.Context, body []byte) (any, error) {
-	var r resourceRequest
-	if err := decode(body, &r); err != nil {
-		return nil, invalid("force-unfence request: %v", err)
-	}
-	fa, ok := s.p.(contract.FenceAdmin)
-	if !ok {
-		return nil, contract.Errorf(contract.CodeInternal, "%s at %s cannot force-clear a fence", s.service, s.region)
-	}
-	f, err := fa.ForceClearFence(ctx, r.Resource)
-	if err != nil {
-		return nil, err
-	}
-	return &forceUnfenceReply{Fence: f}, nil
-}
-
-// importGate returns the participant's contract.ImportGate, or CodeInternal.
-func (s *Server) importGate() (contract.ImportGate, error) {
-	g, ok := s.p.(contract.ImportGate)
-	if !ok {
-		return nil, contract.Errorf(contract.CodeInternal, "%s at %s has no import grants", s.service, s.region)
-	}
-	return g, nil
-}
-
-// grantImport implements OpGrant.
-func (s *Server) grantImport(ctx context.Context, body []byte) (any, error) {
-	var r grantRequest
-	if err := decode(body, &r); err != nil {
-		return nil, invalid("grant request: %v", err)
-	}
-	if r.Token == "" || r.Expiry <= 0 {
-		return nil, invalid("grant request without token or expiry")
-	}
-	g, err := s.importGate()
-	if err != nil {
-		return nil, err
-	}
-	return nil, g.GrantImport(ctx, r.Resource, r.Token, time.UnixMilli(r.Expiry))
-}
-
-// revokeImport implements OpRevoke.
-func (s *Server) revokeImport(ctx context.Context, body []byte) (any, error) {
-	var r grantRequest
-	if err := decode(body, &r); err != nil {
-		return nil, invalid("revoke request: %v", err)
-	}
-	if r.Token == "" {
-		return nil, invalid("revoke request without token")
-	}
-	g, err := s.importGate()
-	if err != nil {
-		return nil, err
-	}
-	return nil, g.RevokeImport(ctx, r.Resource, r.Token)
-}
-
-// resetForCopy implements OpReset.
-func (s *Server) resetForCopy(ctx context.Context, body []byte) (any, error) {
-	var r grantRequest
-	if err := decode(body, &r); err != nil {
-		return nil, invalid("reset request: %v", err)
-	}
-	if r.Token == "" {
-		return nil, invalid("reset request without token")
-	}
-	g, err := s.importGate()
-	if err != nil {
-		return nil, err
-	}
-	n, err := g.ResetForCopy(ctx, r.Resource, r.Token)
-	if err != nil {
-		return nil, err
-	}
-	return &cleanupReply{Removed: n}, nil
-}
-
 // cleanup implements OpCleanup.
 func (s *Server) cleanup(ctx context.Context, body []byte) (any, error) {
-	var r resourceRequest
+	var r authorityRequest
 	if err := decode(body, &r); err != nil {
 		return nil, invalid("cleanup request: %v", err)
 	}
-	n, err := s.p.Cleanup(ctx, r.Resource)
+	n, err := s.p.Cleanup(ctx, r.Resource, r.Authority)
 	if err != nil {
 		return nil, err
 	}
 	return cleanupReply{Removed: n}, nil
+}
+
+// repair implements OpRepair: the participant's contract.Repairer, or
+// CodeInternal when it has none; the reply names the record replaced.
+func (s *Server) repair(ctx context.Context, body []byte) (any, error) {
+	var r authorityRequest
+	if err := decode(body, &r); err != nil {
+		return nil, invalid("repair request: %v", err)
+	}
+	rp, ok := s.p.(contract.Repairer)
+	if !ok {
+		return nil, contract.Errorf(contract.CodeInternal, "%s at %s cannot repair an authority record", s.service, s.region)
+	}
+	prev, err := rp.Repair(ctx, r.Resource, r.Authority)
+	if err != nil {
+		return nil, err
+	}
+	return authorityReply{Authority: prev}, nil
 }

@@ -48,67 +48,45 @@ func refOf(page *contract.Page, seq uint64, dup bool) PageRef {
 	}
 }
 
-// Request bodies. Field names are short: every byte of a request is paid on
-// every call.
+// Request and reply bodies (docs/participant.md "Operations" lists their
+// keys). Field names are short: every byte of a request is paid on every
+// call.
 type (
 	exportRequest struct {
 		Migration string                 `msgpack:"mig"`
 		Request   contract.ExportRequest `msgpack:"req"`
 	}
 	importRequest struct {
-		Migration string `msgpack:"mig"`
-		Seq       uint64 `msgpack:"seq"`
-		// Grant: the import grant's token (contract.ImportGate); "" ungated.
-		Grant string `msgpack:"grant,omitempty"`
-		// GrantUntil (unix ms), with Grant: grant it until then first
-		// (contract.PageInfo.GrantUntil).
-		GrantUntil int64 `msgpack:"gexp,omitempty"`
-		// Page is an inline page (Seq 0); Resource names the resource of a
-		// seal without a page; Seal ends the copy (contract.ApplyImport).
-		Page     *contract.Page `msgpack:"page,omitempty"`
-		Resource string         `msgpack:"res,omitempty"`
-		Seal     bool           `msgpack:"seal,omitempty"`
+		Migration string             `msgpack:"mig"`
+		Resource  string             `msgpack:"res"`
+		Authority contract.Authority `msgpack:"auth"`
+		// Seq is the page's sequence in PagesStream; 0 with an inline Page
+		// or with no page (a reset or a digests read alone).
+		Seq     uint64         `msgpack:"seq,omitempty"`
+		Page    *contract.Page `msgpack:"page,omitempty"`
+		Reset   bool           `msgpack:"reset,omitempty"`
+		Digests bool           `msgpack:"digests,omitempty"`
 	}
-	grantRequest struct {
-		Resource string `msgpack:"res"`
-		Token    string `msgpack:"tok"`
-		// Expiry in unix milliseconds; 0 in a revoke.
-		Expiry int64 `msgpack:"exp,omitempty"`
-	}
-	resourceRequest struct {
-		Resource string `msgpack:"res"`
+	// authorityRequest is an authority, digests, cleanup or repair request.
+	authorityRequest struct {
+		Resource  string             `msgpack:"res"`
+		Authority contract.Authority `msgpack:"auth"`
 	}
 	sliceRequest struct {
 		Resource string `msgpack:"res"`
 		From     int64  `msgpack:"from"`
 		To       int64  `msgpack:"to"`
 	}
-	fenceRequest struct {
-		Resource string         `msgpack:"res"`
-		Fence    contract.Fence `msgpack:"fence"`
-		// Export, if set, asks for a page exported once the fence is set
-		// (Client.FenceAndExport), for Migration.
-		Migration string                  `msgpack:"mig,omitempty"`
-		Export    *contract.ExportRequest `msgpack:"exp,omitempty"`
-	}
-	// fenceReply answers a fence request that exported. A server that
-	// predates it sends no body: Exported false.
-	fenceReply struct {
-		Exported bool    `msgpack:"exported"`
-		Ref      PageRef `msgpack:"ref"`
-	}
-	unfenceRequest struct {
-		Resource string `msgpack:"res"`
-		Token    string `msgpack:"tok"`
-	}
 	checkpointRequest struct {
 		Migration string `msgpack:"mig"`
 	}
+	// authorityReply answers an authority request (the record held
+	// afterwards) and a repair (the record replaced).
+	authorityReply struct {
+		Authority contract.Authority `msgpack:"auth"`
+	}
 	cleanupReply struct {
 		Removed int `msgpack:"n"`
-	}
-	forceUnfenceReply struct {
-		Fence contract.Fence `msgpack:"fence"`
 	}
 	checkpointReply struct {
 		Seq uint64 `msgpack:"seq"`

@@ -17,17 +17,17 @@ func wireValues() []any {
 	now := time.Now()
 	return []any{
 		&exportRequest{Migration: "m", Request: contract.ExportRequest{Resource: "conv/c1", Mode: contract.Delta, SyncToken: 5, Cursor: 9, Limit: 3}},
-		&importRequest{Migration: "m", Seq: 1 << 40},
-		&resourceRequest{Resource: "conv/c1"},
+		&importRequest{Migration: "m", Resource: "conv/c1", Authority: contract.Authority{Rev: 1 << 40, Role: contract.RoleImporting}, Seq: 1 << 40, Reset: true, Digests: true},
+		&authorityRequest{Resource: "conv/c1"},
 		&sliceRequest{Resource: "conv/c1", From: -1, To: 1 << 62},
-		&fenceRequest{Resource: "conv/c1", Fence: contract.Fence{Level: contract.FenceWrite, Token: "t", Expiry: now, SetAt: now}},
-		&unfenceRequest{Resource: "conv/c1", Token: "t"},
+		&authorityRequest{Resource: "conv/c1", Authority: contract.Authority{Rev: 7, Role: contract.RoleExporting, Until: now.UnixMilli()}},
+		&authorityReply{Authority: contract.Authority{Rev: 7, Deletes: contract.DeletesTombstone, Until: now.UnixMilli()}},
 		&checkpointRequest{Migration: "m"},
 		&PageRef{Seq: 3, Count: 2, Next: 4, More: true, SyncToken: 2, Dependents: []string{"media/a"}, Duplicate: true},
 		&contract.Page{Service: "s", Resource: "r", Mode: contract.Historical, SyncToken: 1, Next: 2, More: true,
 			Records:    []contract.Record{{ID: "a", Version: 1, Data: make([]byte, 300), Refs: []string{"media/x"}}, {ID: "b", Deleted: true}},
 			Dependents: []string{"media/x"}},
-		&contract.Error{Code: contract.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "fence write"},
+		&contract.Error{Code: contract.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "write fence"},
 		[]contract.SliceDigest{{Slice: 1, Count: 2, Hash: [16]byte{1, 2}}},
 		&cleanupReply{Removed: -1},
 		&checkpointReply{Seq: 1<<64 - 1},
@@ -97,7 +97,7 @@ func TestDecodeRandom(t *testing.T) {
 			}
 			var p contract.Page
 			_ = decode(m, &p)
-			var f fenceRequest
+			var f authorityRequest
 			_ = decode(m, &f)
 		}
 	}

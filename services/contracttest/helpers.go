@@ -20,12 +20,17 @@ import (
 // maxPages stops an export that never ends.
 const maxPages = 100_000
 
-// kit is one subtest's harness, resource and model of the source.
+// kit is one subtest's harness, resource, model of the source, and the
+// authorities it stamps its requests with: rev grows with every change of
+// authority, as a routing document's revision does.
 type kit struct {
 	t   *testing.T
 	h   Harness
 	ctx context.Context
 	res string
+
+	rev      uint64
+	src, tgt contract.Authority // the stamps of the source's and the target's requests
 
 	mu struct {
 		sync.Mutex
@@ -39,25 +44,79 @@ type kit struct {
 func newKit(t *testing.T, factory Factory, name string) *kit {
 	t.Helper()
 	h := factory(t)
-	if h.Source == nil || h.Target == nil || h.Write == nil || h.Delete == nil || h.Read == nil || h.Route == nil {
-		t.Fatalf("contracttest: the Factory returned an incomplete Harness")
+	for _, u := range []UserPath{h.SourceUser, h.TargetUser} {
+		if u.Write == nil || u.Delete == nil || u.Read == nil {
+			t.Fatalf("contracttest: the Factory returned an incomplete UserPath")
+		}
 	}
-	if h.SourceRegion == "" || h.TargetRegion == "" || h.SourceRegion == h.TargetRegion {
-		t.Fatalf("contracttest: the Harness's regions %q and %q must be named and differ", h.SourceRegion, h.TargetRegion)
+	if h.Source == nil || h.Target == nil {
+		t.Fatalf("contracttest: the Factory returned a Harness without participants")
 	}
 	if h.Source.Service() != h.Target.Service() {
 		t.Fatalf("contracttest: source service %q and target service %q differ", h.Source.Service(), h.Target.Service())
 	}
-	k := &kit{t: t, h: h, ctx: t.Context(), res: "conv/kit-" + name}
+	k := &kit{t: t, h: h, ctx: t.Context(), res: "conv/kit-" + name, rev: 10}
 	k.mu.live = map[string]contract.Record{}
 	k.mu.gone = map[string]bool{}
 	return k
 }
 
+// hour is an Until an hour ahead.
+func hour() int64 { return contract.UntilOf(time.Now().Add(time.Hour)) }
+
+// hardDelete moves the kit's migration to the hard-delete lock: the source
+// tombstones deletes, the target imports. The source is told at once (as
+// the first historical export would tell it).
+func (k *kit) hardDelete() {
+	k.t.Helper()
+	k.rev++
+	k.src = contract.Authority{Rev: k.rev, Role: contract.RolePrimary, Deletes: contract.DeletesTombstone, Until: hour()}
+	k.tgt = contract.Authority{Rev: k.rev, Role: contract.RoleImporting}
+	k.authorize(k.h.Source, k.src)
+}
+
+// writeLock moves the kit's migration to the write lock: the source is
+// exporting (the write fence), the target imports.
+func (k *kit) writeLock() {
+	k.t.Helper()
+	k.rev++
+	k.src = contract.Authority{Rev: k.rev, Role: contract.RoleExporting, Until: hour()}
+	k.tgt = contract.Authority{Rev: k.rev, Role: contract.RoleImporting}
+	k.authorize(k.h.Source, k.src)
+}
+
+// next returns a fresh authority of role (a routing revision no request
+// has carried yet).
+func (k *kit) next(role contract.Role) contract.Authority {
+	k.rev++
+	return contract.Authority{Rev: k.rev, Role: role}
+}
+
+// authorize installs a at p or fails the test.
+func (k *kit) authorize(p contract.Participant, a contract.Authority) contract.Authority {
+	k.t.Helper()
+	got, err := p.Authorize(k.ctx, k.res, a)
+	if err != nil {
+		k.t.Fatalf("Authorize(%s, %s): %v", k.res, a, err)
+	}
+	return got
+}
+
+// held returns the authority p holds for the kit's resource.
+func (k *kit) held(p contract.Participant, res string) contract.Authority {
+	k.t.Helper()
+	got, err := p.Authorize(k.ctx, res, contract.Authority{})
+	if err != nil {
+		k.t.Fatalf("Authorize(%s) to read the authority held: %v", res, err)
+	}
+	return got
+}
+
 // refFor is the dependent resource written into id's refs.
 func refFor(id string) string { return "media/kit-" + id }
 
-// tryWrite writes id at the source with fresh data; refs when withRef.
+// tryWrite writes id at the source, unstamped, with fresh data; refs when
+// withRef.
 func (k *kit) tryWrite(id string, withRef bool) (contract.Record, error) {
 	k.mu.Lock()
 	k.mu.n++
@@ -67,7 +126,7 @@ func (k *kit) tryWrite(id string, withRef bool) (contract.Record, error) {
 	if withRef {
 		refs = []string{refFor(id)}
 	}
-	rec, err := k.h.Write(k.res, id, data, refs)
+	rec, err := k.h.SourceUser.Write(k.res, id, data, refs, contract.Authority{})
 	if err != nil {
 		return contract.Record{}, err
 	}
@@ -102,9 +161,9 @@ func (k *kit) writeN(prefix string, n int) []string {
 	return ids
 }
 
-// tryDelete deletes id at the source.
+// tryDelete deletes id at the source, unstamped.
 func (k *kit) tryDelete(id string) error {
-	if err := k.h.Delete(k.res, id); err != nil {
+	if _, err := k.h.SourceUser.Delete(k.res, id, contract.Authority{}); err != nil {
 		return err
 	}
 	k.mu.Lock()
@@ -119,25 +178,6 @@ func (k *kit) del(id string) {
 	k.t.Helper()
 	if err := k.tryDelete(id); err != nil {
 		k.t.Fatalf("Delete(%q, %q): %v", k.res, id, err)
-	}
-}
-
-// fence sets a fence of level at the source for an hour and returns its
-// token.
-func (k *kit) fence(level contract.FenceLevel, token string) contract.Fence {
-	k.t.Helper()
-	f := contract.FenceFor(level, token, time.Now().Add(time.Hour), 0)
-	if err := k.h.Source.SetFence(k.ctx, k.res, f); err != nil {
-		k.t.Fatalf("SetFence(%s, %s): %v", k.res, level, err)
-	}
-	return f
-}
-
-// route sets the resource's routing (Harness.Route) or fails the test.
-func (k *kit) route(primary, target string) {
-	k.t.Helper()
-	if err := k.h.Route(k.res, primary, target); err != nil {
-		k.t.Fatalf("Route(%s, primary %q, target %q): %v", k.res, primary, target, err)
 	}
 }
 
@@ -162,6 +202,9 @@ func (k *kit) tryExport(p contract.Participant, req contract.ExportRequest, betw
 	for i := 0; ; i++ {
 		if i >= maxPages {
 			return nil, fmt.Errorf("export of %s did not end after %d pages", req.Resource, maxPages)
+		}
+		if req.Authority == (contract.Authority{}) {
+			req.Authority = k.src
 		}
 		page, err := p.Export(k.ctx, req)
 		if err != nil {
@@ -224,12 +267,13 @@ func (k *kit) delta(token uint64, limit int) []contract.Page {
 	return k.export(k.h.Source, contract.ExportRequest{Resource: k.res, Mode: contract.Delta, SyncToken: token, Limit: limit})
 }
 
-// importAll imports pages into the target in order and returns the results.
+// importAll imports pages into the target in order, under the kit's
+// target authority, and returns the results.
 func (k *kit) importAll(pages []contract.Page) []contract.ImportResult {
 	k.t.Helper()
 	out := make([]contract.ImportResult, 0, len(pages))
 	for i, p := range pages {
-		res, err := k.h.Target.Import(k.ctx, p)
+		res, err := k.h.Target.Import(k.ctx, contract.ImportRequest{Resource: k.res, Authority: k.tgt, Page: &p})
 		if err != nil {
 			k.t.Fatalf("Import(page %d of %d records): %v", i, len(p.Records), err)
 		}
@@ -244,7 +288,7 @@ func (k *kit) importAll(pages []contract.Page) []contract.ImportResult {
 // digests returns p's digests of the kit's resource.
 func (k *kit) digests(p contract.Participant) []contract.SliceDigest {
 	k.t.Helper()
-	d, err := p.Digests(k.ctx, k.res)
+	d, err := p.Digests(k.ctx, k.res, contract.Authority{})
 	if err != nil {
 		k.t.Fatalf("Digests(%s): %v", k.res, err)
 	}
@@ -306,10 +350,12 @@ func (k *kit) converged() {
 	}
 }
 
-// read reads id at the target through the user path or fails the test.
+// read reads id at the target through the user path, routed as after a
+// swap (the target the primary, by a revision newer than any the kit
+// installed, which a read does not install), or fails the test.
 func (k *kit) read(id string) (contract.Record, bool) {
 	k.t.Helper()
-	rec, found, err := k.h.Read(k.res, id)
+	rec, found, err := k.h.TargetUser.Read(k.res, id, contract.Authority{Rev: k.rev + 1, Role: contract.RolePrimary})
 	if err != nil {
 		k.t.Fatalf("Read(%q, %q): %v", k.res, id, err)
 	}
@@ -334,11 +380,16 @@ func sameContent(got, want contract.Record) error {
 }
 
 // targetRecords returns every record the target holds for the resource,
-// tombstones included, through a historical export of the target.
+// tombstones included, through a historical export of the target: the
+// target is told it exports (as a move back would) and, afterwards, that
+// it imports again, each at a new revision.
 func (k *kit) targetRecords() map[string]contract.Record {
 	k.t.Helper()
 	out := map[string]contract.Record{}
-	for _, p := range k.export(k.h.Target, contract.ExportRequest{Resource: k.res, Mode: contract.Historical}) {
+	k.rev++
+	as := contract.Authority{Rev: k.rev, Role: contract.RoleExporting, Until: hour()}
+	defer func() { k.tgt = k.next(contract.RoleImporting) }()
+	for _, p := range k.export(k.h.Target, contract.ExportRequest{Resource: k.res, Mode: contract.Historical, Authority: as}) {
 		for _, r := range p.Records {
 			out[r.ID] = r
 		}
@@ -378,9 +429,9 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // codeOf returns the contract error code of err ("" for nil). Errors of
-// the user path (Write, Delete) go through services.ToError, which is how
-// the service boundary maps them; Participant errors must already be
-// *contract.Error (see mustCode).
+// the user path go through services.ToError, which is how the service
+// boundary maps them; Participant errors must already be *contract.Error
+// (see mustCode).
 func codeOf(err error) contract.Code {
 	if err == nil {
 		return ""

@@ -1,26 +1,30 @@
 // Package contracttest is the migration contract's conformance kit: a
 // service owner proves that an implementation of contract.Participant keeps
-// the contract of paper 001 §5.1 and assumptions (A2)–(A4) by running
+// the contract (docs/participant.md; paper 001 §5.1 and assumptions
+// (A2)–(A4)) by running
 //
 //	func TestContract(t *testing.T) {
 //		contracttest.Run(t, func(t *testing.T) contracttest.Harness { ... })
 //	}
 //
-// The kit writes through the service's own user path (Harness.Write and
-// Delete at the source), drives export, import, fences and cleanup through
-// the Participant, and reads the target through the user read path
-// (Harness.Read). Each subtest asks the Factory for a fresh Harness.
+// The kit writes, deletes and reads through the service's own user path
+// (Harness.SourceUser, TargetUser), each request stamped with the
+// authority a router would give it, and drives authority, export, import,
+// digests and cleanup through the Participant. Every row of the admission
+// table (contract.AdmitCases, services/contract/testdata/admit.txt) is run
+// against the implementation's real operations. Each subtest asks the
+// Factory for a fresh Harness.
 //
 // Resources used are "conv/kit-<name>" (kvrouting's "kind/id" form) and the
 // refs written are "media/kit-<id>"; record ids are short ASCII words. Data
 // is opaque ASCII text. An implementation whose user path needs another
-// shape adapts it inside Write and Read.
+// shape adapts it inside the UserPath functions.
 //
-// Errors of Write and Delete are mapped with services.ToError, as the
-// service boundary maps them (a store.FencedError is CodeLocked); errors of
-// Participant methods must already be *contract.Error. Fences are set an
-// hour ahead of the wall clock, and one subtest waits for a fence of 400 ms
-// to expire, so the source must run on the real clock.
+// Errors of the user path are mapped with services.ToError, as the service
+// boundary maps them; errors of Participant methods must already be
+// *contract.Error. Authorities are given Untils an hour ahead of the wall
+// clock, except where a subtest waits for one to lapse (a few hundred
+// milliseconds), so the implementation must run on the real clock.
 package contracttest
 
 import (
@@ -29,33 +33,29 @@ import (
 	"github.com/cutover/cutover/services/contract"
 )
 
+// UserPath is a service's user path at one region: what its own API does
+// with a request routed with authority a (kvrouting.Decision.Authority;
+// the zero Authority: a request no router stamped, decided by the
+// participant's record alone). The functions must be safe for concurrent
+// use.
+type UserPath struct {
+	// Write creates the live record id, or updates it when it is live, and
+	// returns the stored record.
+	Write func(resource, id string, data []byte, refs []string, a contract.Authority) (contract.Record, error)
+	// Delete deletes the live record id; tombstoned reports that admission
+	// turned the delete into a tombstone (contract.Tombstone), not a
+	// service's own policy of keeping ids.
+	Delete func(resource, id string, a contract.Authority) (tombstoned bool, err error)
+	// Read reads the live record id: (record, found).
+	Read func(resource, id string, a contract.Authority) (contract.Record, bool, error)
+}
+
 // Harness is what a Factory gives the kit: two instances of the
-// implementation (source and target regions) and the service's user path.
-// The functions are called from the test goroutine and, in the page
-// boundary test, from one more goroutine at the same time, so they must be
-// safe for concurrent use (as Participant is).
+// implementation (source and target regions) and the service's user path
+// at each. Both start empty.
 type Harness struct {
-	// Source and Target are the implementation in the source and the
-	// target region. They start empty.
-	Source, Target contract.Participant
-	// Write creates or updates a live record at the source through the
-	// service's user write path; returns the stored record.
-	Write func(resource, id string, data []byte, refs []string) (contract.Record, error)
-	// Delete deletes at the source through the user path (with whatever
-	// fence is set).
-	Delete func(resource, id string) error
-	// Read reads a record at the TARGET through the user read path:
-	// (record, found).
-	Read func(resource, id string) (contract.Record, bool, error)
-	// SourceRegion and TargetRegion name the regions of Source and Target,
-	// as Route takes them; they differ.
-	SourceRegion, TargetRegion string
-	// Route sets the resource's routing as the implementation's Cleanup
-	// reads it: primary is the primary region, target the target of a
-	// migration in flight ("" none). An implementation guarding Cleanup
-	// with services.RoutingCleanupGuard can be given a Routing (NewRouting)
-	// and pass its Route.
-	Route func(resource, primary, target string) error
+	Source, Target         contract.Participant
+	SourceUser, TargetUser UserPath
 }
 
 // Factory returns a fresh Harness for one subtest; it registers its own
@@ -65,6 +65,9 @@ type Factory func(t *testing.T) Harness
 // Run runs every conformance subtest against the implementation factory
 // builds. The rules checked, with the paper's numbering:
 //
+//   - every row of the admission table, through the real operations: the
+//     verdict, the Retry-After of a refusal under the write fence, the
+//     authority held afterwards, and that a refusal changes nothing;
 //   - historical copy in pages of 1, 2, 7 and the default size converges:
 //     target digests equal source digests (A2, A3);
 //   - replayed pages, every page twice and all pages in reverse order,
@@ -73,26 +76,21 @@ type Factory func(t *testing.T) Harness
 //     and tombstoned after it and nothing committed before it (A2);
 //   - with writes between and during pages, no record is lost or
 //     duplicated across pages (A2, §4.6);
-//   - a delete under the hard-delete fence becomes a tombstone that the
-//     delta carries to the target, where the user read path no longer finds
-//     the record and a tombstone without content remains (§4.3);
+//   - a delete under tombstone deletes becomes a tombstone that the delta
+//     carries to the target, where the user read path no longer finds the
+//     record and a tombstone without content remains (§4.3);
 //   - an older live copy imported after the tombstone does not resurrect
 //     the record (§4.3);
 //   - tombstones carry no Data and no Refs, at the source too (§4.3);
 //   - records' refs are reported as page dependents (§5.1);
-//   - a write fence refuses writes and deletes with CodeLocked and a
-//     Retry-After before storage changes (A4, Table 4); fences are token
-//     checked, cleared on rollback, and expire;
-//   - cleanup removes the resource at the target;
-//   - cleanup deletes nothing at a region that routing names the primary
-//     or the target of a migration in flight (contract.Participant.Cleanup);
-//   - a participant with import grants (contract.ImportGate) applies a page
-//     carrying a Grant only while that grant is in force, and a revoked
-//     token stays retired (no late import after validation, the swap or a
-//     rollback);
-//   - ResetForCopy under the grant empties a target holding an older copy,
-//     so a move back keeps nothing the source no longer has; without the
-//     grant it deletes nothing;
+//   - the write fence refuses writes and deletes with CodeLocked and a
+//     Retry-After before storage changes (A4, Table 4), and lapses with its
+//     Until (Proposition 4);
+//   - a reset empties a target holding an older copy; an import of an
+//     attempt that has ended (a newer authority installed: a rollback, the
+//     swap, a later attempt) changes nothing;
+//   - cleanup removes the resource at a secondary and nothing at a primary
+//     or an importing target;
 //   - bad requests give CodeInvalid and change nothing.
 func Run(t *testing.T, factory Factory) {
 	t.Helper()
@@ -105,6 +103,7 @@ var subtests = []struct {
 	name string
 	fn   func(*testing.T, Factory)
 }{
+	{"AdmissionTable", testAdmissionTable},
 	{"HistoricalCopy", testHistoricalCopy},
 	{"ReplayedPages", testReplayedPages},
 	{"DeltaFromToken", testDeltaFromToken},
@@ -114,12 +113,10 @@ var subtests = []struct {
 	{"TombstoneStrippedAtSource", testTombstoneStrippedAtSource},
 	{"Dependents", testDependents},
 	{"WriteFence", testWriteFence},
-	{"FenceCleared", testFenceCleared},
-	{"FenceExpires", testFenceExpires},
-	{"Cleanup", testCleanup},
-	{"CleanupSparesPrimaryAndTarget", testCleanupSpares},
-	{"ImportGrant", testImportGrant},
+	{"WriteFenceLapses", testWriteFenceLapses},
 	{"ResetForCopy", testResetForCopy},
+	{"LateImport", testLateImport},
+	{"Cleanup", testCleanup},
 	{"EmptyResource", testEmptyResource},
 	{"BadRequests", testBadRequests},
 }

@@ -28,6 +28,7 @@ func (k *kit) checkTargetTombstone(id string) {
 func testTombstoneAfterLiveCopy(t *testing.T, f Factory) {
 	k := newKit(t, f, "tomb")
 	ids := k.writeN("r", 4) // r000 has a ref
+	k.hardDelete()
 	hist, tok := k.historical(0)
 	k.importAll(hist)
 	k.converged()
@@ -35,8 +36,8 @@ func testTombstoneAfterLiveCopy(t *testing.T, f Factory) {
 		t.Fatalf("Read(%q) at the target after the copy: not found", ids[0])
 	}
 
-	k.fence(contract.FenceHardDelete, "kit-hd")
 	k.del(ids[0])
+	k.writeLock()
 	delta := k.delta(tok, 0)
 	if r, ok := recordsOf(delta)[ids[0]]; !ok || !r.Deleted {
 		t.Fatalf("delta from %d holds %+v for the deleted %q, want its tombstone", tok, r, ids[0])
@@ -51,9 +52,10 @@ func testTombstoneAfterLiveCopy(t *testing.T, f Factory) {
 func testTombstoneBeatsOlderLive(t *testing.T, f Factory) {
 	k := newKit(t, f, "resurrect")
 	k.writeN("r", 3)
+	k.hardDelete()
 	hist, tok := k.historical(0)
-	k.fence(contract.FenceHardDelete, "kit-hd")
 	k.del("r001")
+	k.writeLock()
 	delta := k.delta(tok, 0)
 
 	k.importAll(delta) // the tombstone first: the target never saw r001 live
@@ -73,12 +75,15 @@ func testTombstoneStrippedAtSource(t *testing.T, f Factory) {
 	k := newKit(t, f, "strip")
 	k.write("r000", true)
 	k.write("r001", true)
-	k.fence(contract.FenceHardDelete, "kit-hd")
+	k.hardDelete()
 	k.del("r000")
 	for _, req := range []contract.ExportRequest{
 		{Resource: k.res, Mode: contract.Historical},
 		{Resource: k.res, Mode: contract.Delta},
 	} {
+		if req.Mode == contract.Delta {
+			k.writeLock()
+		}
 		pages := k.export(k.h.Source, req) // checkPage rejects a tombstone with content
 		r, ok := recordsOf(pages)["r000"]
 		if !ok || !r.Deleted {
@@ -99,7 +104,7 @@ func testDependents(t *testing.T, f Factory) {
 	k := newKit(t, f, "deps")
 	k.writeN("r", 7) // refs on r000, r003, r006
 	for _, id := range []string{"s000", "s001"} {
-		rec, err := k.h.Write(k.res, id, []byte("shared "+id), []string{"media/kit-shared", refFor(id)})
+		rec, err := k.h.SourceUser.Write(k.res, id, []byte("shared "+id), []string{"media/kit-shared", refFor(id)}, contract.Authority{})
 		if err != nil {
 			t.Fatalf("Write(%q): %v", id, err)
 		}
@@ -107,6 +112,7 @@ func testDependents(t *testing.T, f Factory) {
 		k.mu.live[id] = rec
 		k.mu.Unlock()
 	}
+	k.hardDelete()
 	pages, _ := k.historical(2)
 	all := map[string]bool{}
 	for i, p := range pages {

@@ -52,7 +52,7 @@ func BenchmarkImportPage500(b *testing.B) {
 						CreatedAt: int64(n) * 1e9, UpdatedAt: int64(n) * 1e9, Data: data}
 					n++
 				}
-				applied, err := s.Import(res, page)
+				applied, _, err := s.Import(res, importing(1), false, page)
 				if err != nil || applied != len(page) {
 					b.Fatal(applied, err)
 				}

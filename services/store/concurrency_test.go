@@ -1,18 +1,20 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
-// TestWriteFenceIsABarrier: writers race a SetFence; once SetFence has
-// returned, no mutation commits. The change sequence at fence time is the
-// last one, so a delta export started after the fence is final (paper 001
-// §4.6, DESIGN.md "Two layers of enforcement").
+// TestWriteFenceIsABarrier: writers race the install of the write fence
+// (an exporting authority); once the install has returned, no mutation
+// commits. The change sequence at fence time is the last one, so a delta
+// export started after the fence is final (paper 001 §4.6, DESIGN.md "Two
+// layers of enforcement").
 func TestWriteFenceIsABarrier(t *testing.T) {
 	clock := newFakeClock()
 	s := MustOpenMem(t, clock)
@@ -48,11 +50,11 @@ func TestWriteFenceIsABarrier(t *testing.T) {
 				}
 				switch {
 				case err == nil && wasFenced:
-					violation.Store(fmt.Sprintf("writer %d op %d committed after SetFence returned", w, i))
+					violation.Store(fmt.Sprintf("writer %d op %d committed after the write fence was installed", w, i))
 					return
 				case err == nil:
 					maxSeq[w] = max(maxSeq[w], seq)
-				case errors.Is(err, ErrFenced):
+				case contract.AsError(err).Lock == contract.LockWriteFence:
 					refusals.Add(1)
 				default:
 					violation.Store(fmt.Sprintf("writer %d op %d: %v", w, i, err))
@@ -62,7 +64,7 @@ func TestWriteFenceIsABarrier(t *testing.T) {
 		}(w)
 	}
 	waitFor(t, func() bool { return MustToken(t, s, res) >= 200 })
-	MustSetFence(t, s, res, fence(FenceWrite, "tok", clock.Now().Add(5*time.Minute)))
+	MustAuthorize(t, s, res, exporting(2, clock.Now().Add(5*time.Minute)))
 	fenced.Store(true)
 	atFence := MustToken(t, s, res)
 	digests := MustDigests(t, s, res)
@@ -88,8 +90,9 @@ func TestWriteFenceIsABarrier(t *testing.T) {
 }
 
 // TestConcurrentResourcesAndSweep runs writers on several resources (some
-// sharing lock stripes) together with imports and sweeps, and checks the
-// indexes stay consistent.
+// sharing lock stripes) and importers on others, together with sweeps, and
+// checks the indexes stay consistent: the tombstones of written resources
+// are swept, those of importing ones kept.
 func TestConcurrentResourcesAndSweep(t *testing.T) {
 	clock := newFakeClock()
 	s := MustOpenMem(t, clock, func(o *Options) { o.TombstoneTTL = time.Millisecond })
@@ -100,7 +103,8 @@ func TestConcurrentResourcesAndSweep(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			r := fmt.Sprintf("conv/%d", w%3)
-			if err := s.SetFence(r, fence(FenceHardDelete, "tok", clock.Now().Add(time.Hour))); err != nil {
+			imp := fmt.Sprintf("conv/imp-%d", w%3)
+			if _, err := s.Admit(r, contract.OpAuthorize, tombstoning(1, clock.Now().Add(time.Hour))); err != nil {
 				errc <- err
 				return
 			}
@@ -117,7 +121,8 @@ func TestConcurrentResourcesAndSweep(t *testing.T) {
 					}
 				}
 				if i%10 == 0 {
-					if _, err := s.Import(r, []Record{{ID: "imp-" + id, Version: 1, CreatedAt: int64(i)}}); err != nil {
+					page := []Record{{ID: "imp-" + id, Version: 1, CreatedAt: int64(i)}, {ID: "del-" + id, Version: 2, CreatedAt: int64(i), Deleted: true, DeletedAt: 1}}
+					if _, _, err := s.Import(imp, importing(1), false, page); err != nil {
 						errc <- err
 						return
 					}
@@ -146,9 +151,13 @@ func TestConcurrentResourcesAndSweep(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		r := fmt.Sprintf("conv/%d", i)
 		live, tomb := MustCount(t, s, r)
-		assertEqual(t, r+" counts", [2]int{live, tomb}, [2]int{2 * (100 + 15), 0})
+		assertEqual(t, r+" counts", [2]int{live, tomb}, [2]int{2 * 100, 0})
 		assertEqual(t, r+" changes", len(MustChanges(t, s, r, 0, 0, 1000)), live)
 		assertEqual(t, r+" digests", MustDigests(t, s, r), recomputeDigests(t, s, r))
+		imp := fmt.Sprintf("conv/imp-%d", i)
+		live, tomb = MustCount(t, s, imp)
+		assertEqual(t, imp+" counts", [2]int{live, tomb}, [2]int{2 * 15, 2 * 15})
+		assertEqual(t, imp+" digests", MustDigests(t, s, imp), recomputeDigests(t, s, imp))
 	}
 }
 

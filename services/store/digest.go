@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -130,73 +129,4 @@ func decodeDigest(b []byte) (storedDigest, error) {
 	var d storedDigest
 	err := msgpack.Unmarshal(b, &d)
 	return d, err
-}
-
-// rebuildDigests recomputes every resource's slice digests from its live
-// records and records format 2, in one synced batch: a store written with
-// format 1 (digests without Version and UpdatedAt) is upgraded on open. A
-// crash before the batch commits leaves format 1, and the next open
-// rebuilds again.
-func (s *Store) rebuildDigests() error {
-	type key struct {
-		res   string
-		slice int64
-	}
-	sums := map[key]*storedDigest{}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{famRecord}, UpperBound: []byte{famRecord + 1}})
-	if err != nil {
-		return fmt.Errorf("store: rebuild digests: %w", err)
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		i := bytes.IndexByte(k, sep)
-		if i < 1 {
-			_ = it.Close()
-			return corruptf("record key %q", k)
-		}
-		e, err := decodeEntry(it.Value())
-		if err != nil {
-			_ = it.Close()
-			return corruptf("record key %q: %w", k, err)
-		}
-		if e.Deleted {
-			continue
-		}
-		dk := key{string(k[1:i]), s.SliceOf(e.CreatedAt)}
-		d := sums[dk]
-		if d == nil {
-			d = &storedDigest{}
-			sums[dk] = d
-		}
-		v := u128{d.Hi, d.Lo}.add(recordHash(&e.Record))
-		d.Hi, d.Lo, d.Count = v.hi, v.lo, d.Count+1
-	}
-	if err := it.Close(); err != nil {
-		return fmt.Errorf("store: rebuild digests: %w", err)
-	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := b.DeleteRange([]byte{famDigest}, []byte{famDigest + 1}, nil); err != nil {
-		return err
-	}
-	for k, d := range sums {
-		v, err := msgpack.Marshal(d)
-		if err != nil {
-			return fmt.Errorf("store: encode digest: %w", err)
-		}
-		if err := b.Set(digestKey(k.res, k.slice), v, nil); err != nil {
-			return err
-		}
-	}
-	fi, err := msgpack.Marshal(&formatInfo{Version: formatVersion, SliceWidth: int64(s.opts.SliceWidth)})
-	if err != nil {
-		return fmt.Errorf("store: encode format: %w", err)
-	}
-	if err := b.Set(formatKey, fi, nil); err != nil {
-		return err
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("store: rebuild digests: %w", err)
-	}
-	return nil
 }

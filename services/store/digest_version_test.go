@@ -1,6 +1,9 @@
 package store
 
 import (
+	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble"
@@ -15,7 +18,7 @@ func TestDigestsSeeVersions(t *testing.T) {
 	base := Record{ID: "m1", Kind: "message", Version: 1, CreatedAt: 1e9, UpdatedAt: 2e9, Data: []byte("hi")}
 	digest := func(r Record) []SliceDigest {
 		s := MustOpenMem(t, nil)
-		if _, err := s.Import("conv/v", []Record{r}); err != nil {
+		if _, _, err := s.Import("conv/v", importing(1), false, []Record{r}); err != nil {
 			t.Fatal(err)
 		}
 		return MustDigests(t, s, "conv/v")
@@ -33,40 +36,27 @@ func TestDigestsSeeVersions(t *testing.T) {
 	}
 }
 
-// TestOldDigestFormatIsRebuilt: a store written before versions were
-// digested (format 1) has its digests rebuilt on open, so a region that was
-// not upgraded in step still validates against one that was.
-func TestOldDigestFormatIsRebuilt(t *testing.T) {
-	fs := vfs.NewMem()
-	s, err := Open(Options{FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 20 {
-		MustPut(t, s, "conv/old", rec(name(i), "message", "x"), true)
-	}
-	want := recomputeDigests(t, s, "conv/old")
-	// Make it look like a format-1 store with format-1 digests.
-	old, _ := msgpack.Marshal(&formatInfo{Version: 1, SliceWidth: int64(s.opts.SliceWidth)})
-	if err := s.db.Set(formatKey, old, pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	bogus, _ := msgpack.Marshal(&storedDigest{Count: 1, Hi: 7, Lo: 7})
-	if err := s.db.Set(digestKey("conv/old", s.SliceOf(want[0].Slice)), bogus, pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = Open(Options{FS: fs})
-	if err != nil {
-		t.Fatalf("reopen a format-1 store: %v", err)
-	}
-	defer s.Close()
-	assertEqual(t, "digests after the rebuild", MustDigests(t, s, "conv/old"), want)
-	// And the format is current now.
-	var fi formatInfo
-	if err := s.getValue(s.db, formatKey, &fi); err != nil || fi.Version != formatVersion {
-		t.Fatalf("format after reopen: %+v %v", fi, err)
+// TestOlderFormatIsRefused: a store written in an older format (fences and
+// import grants instead of authority records) is refused with ErrFormat
+// and a message that says what to do, and is left as it was.
+func TestOlderFormatIsRefused(t *testing.T) {
+	for _, v := range []int{1, 2} {
+		fs := vfs.NewMem()
+		s, err := Open(Options{FS: fs, Dir: "/data"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		MustPut(t, s, "conv/old", rec("m1", "message", "x"), true)
+		old, _ := msgpack.Marshal(&formatInfo{Version: v, SliceWidth: int64(s.opts.SliceWidth)})
+		if err := s.db.Set(formatKey, old, pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(Options{FS: fs, Dir: "/data"})
+		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "format "+strconv.Itoa(v)) || !strings.Contains(err.Error(), "/data") {
+			t.Fatalf("open a format-%d store: %v, want ErrFormat naming the format and the directory", v, err)
+		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package store is one service's Pebble store in one region: records of many
 // resources, the per-resource change sequence that serves as the migration
-// sync token, the change index, tombstones with a TTL, the per-resource fence
-// (the backstop of DESIGN.md "Two layers of enforcement"), export and import
+// sync token, the change index, tombstones with a TTL, the per-resource
+// authority record that every operation is admitted by (contract.Admit; the
+// backstop of DESIGN.md "Two layers of enforcement"), export and import
 // cursors, and per-time-slice digests kept exact at write time so that
 // validation compares full content without scanning records.
 //
@@ -14,10 +15,10 @@
 // Integers are 8-byte big-endian so that byte order is numeric order; times
 // and CreatedAt are unix nanoseconds and validated to be non-negative.
 //
-//	V                                        -> format {version (2), slice width}; a format-1 store has its digests rebuilt on open
+//	V                                        -> format {version (3), slice width}; older formats are refused (ErrFormat)
+//	a <res>                                  -> contract.Authority (msgpack, its wire keys)
 //	c <name>                                 -> cursor bytes (verbatim)
 //	d <res> \x00 <slice:8>                   -> sliceDigest (live records only; the hash covers content, Version, UpdatedAt)
-//	f <res>                                  -> Fence
 //	i <res> \x00 <kind> \x00 <created:8> <id> -> "" kind index, live records only (List)
 //	q <res> \x00 <seq:8>                     -> <id> change index, live and tombstones (Changes)
 //	r <res> \x00 <id>                        -> Record (the primary copy)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/cutover/cutover/services/contract"
 	"io"
 	stdlog "log"
 	"log/slog"
@@ -34,16 +35,16 @@ func TestDurableAcrossReopen(t *testing.T) {
 		MustPut(t, s, res, rec(name(i), "message", name(i)), true)
 	}
 	MustPut(t, s, res, rec(name(3), "message", "edited"), false)
-	MustSetFence(t, s, res, fence(FenceHardDelete, "tok", clock.Now().Add(6*time.Hour)))
+	MustAuthorize(t, s, res, tombstoning(1, clock.Now().Add(6*time.Hour)))
 	MustDelete(t, s, res, name(4))
-	MustSetFence(t, s, res, fence(FenceWrite, "tok", clock.Now().Add(5*time.Minute)))
+	fenced := exporting(2, clock.Now().Add(5*time.Minute))
+	MustAuthorize(t, s, res, fenced)
 	if err := s.PutCursor("export/conv/abc", []byte{1, 2, 3}); err != nil {
 		t.Fatal(err)
 	}
 	token := MustToken(t, s, res)
 	digests := MustDigests(t, s, res)
 	changes := MustChanges(t, s, res, 0, 0, 100)
-	fence0, _ := s.GetFence(res)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -61,12 +62,13 @@ func TestDurableAcrossReopen(t *testing.T) {
 	if r, err := s.Get(res, name(3)); err != nil || string(r.Data) != "edited" {
 		t.Fatalf("Get = %+v, %v", r, err)
 	}
-	f, err := s.GetFence(res)
-	if err != nil || f.Level != FenceWrite || f.Token != "tok" || !f.Expiry.Equal(fence0.Expiry) || !f.SetAt.Equal(fence0.SetAt) {
-		t.Fatalf("fence after reopen %+v, %v", f, err)
+	if a, err := s.Authority(res); err != nil || a != fenced {
+		t.Fatalf("authority after reopen %s, %v; want %s", a, err, fenced)
 	}
 	_, err = s.Put(res, rec("new", "message", ""), true)
-	assertErrIs(t, "fence still enforced", err, ErrFenced)
+	if e := contract.AsError(err); e.Lock != contract.LockWriteFence {
+		t.Fatalf("write fence after reopen: %v", err)
+	}
 	if v, err := s.GetCursor("export/conv/abc"); err != nil || string(v) != "\x01\x02\x03" {
 		t.Fatalf("cursor %v, %v", v, err)
 	}
@@ -76,7 +78,7 @@ func TestDurableAcrossReopen(t *testing.T) {
 		t.Fatalf("sweep after reopen = %d, %v", n, err)
 	}
 	// The sequence continues where it was.
-	if err := s.ForceClearFence(res); err != nil {
+	if _, err := s.Repair(res, role(3, contract.RolePrimary)); err != nil {
 		t.Fatal(err)
 	}
 	assertEqual(t, "next seq", MustPut(t, s, res, rec("new", "message", ""), true).Seq, token+1)

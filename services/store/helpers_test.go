@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
 // fakeClock is an injectable clock that tests advance by hand.
@@ -73,11 +75,22 @@ func MustDelete(tb testing.TB, s *Store, res, id string) DeleteResult {
 	return dr
 }
 
-func MustSetFence(tb testing.TB, s *Store, res string, f Fence) {
+func MustAuthorize(tb testing.TB, s *Store, res string, a Authority) {
 	tb.Helper()
-	if err := s.SetFence(res, f); err != nil {
-		tb.Fatalf("SetFence(%q, %s): %v", res, f.Level, err)
+	if _, err := s.Admit(res, contract.OpAuthorize, a); err != nil {
+		tb.Fatalf("Authorize(%q, %s): %v", res, a, err)
 	}
+}
+
+// MustImport imports recs into res under an importing authority at
+// revision 1.
+func MustImport(tb testing.TB, s *Store, res string, recs []Record) int {
+	tb.Helper()
+	n, _, err := s.Import(res, importing(1), false, recs)
+	if err != nil {
+		tb.Fatalf("Import(%q, %d records): %v", res, len(recs), err)
+	}
+	return n
 }
 
 // MustChanges pages through Changes(afterSeq, uptoSeq] with the given page
@@ -200,8 +213,20 @@ func rec(id, kind, data string) Record {
 	return Record{ID: id, Kind: kind, Data: []byte(data)}
 }
 
-func fence(level FenceLevel, token string, expiry time.Time) Fence {
-	return Fence{Level: level, Token: token, Expiry: expiry}
+// tombstoning is a primary that tombstones deletes until until.
+func tombstoning(rev uint64, until time.Time) Authority {
+	return Authority{Rev: rev, Role: contract.RolePrimary, Deletes: contract.DeletesTombstone, Until: contract.UntilOf(until)}
 }
+
+// exporting is a primary under the write fence until until.
+func exporting(rev uint64, until time.Time) Authority {
+	return Authority{Rev: rev, Role: contract.RoleExporting, Until: contract.UntilOf(until)}
+}
+
+// importing is a migration's target.
+func importing(rev uint64) Authority { return Authority{Rev: rev, Role: contract.RoleImporting} }
+
+// role is an authority without an Until.
+func role(rev uint64, r contract.Role) Authority { return Authority{Rev: rev, Role: r} }
 
 func name(i int) string { return fmt.Sprintf("m%04d", i) }

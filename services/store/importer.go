@@ -2,61 +2,75 @@ package store
 
 import (
 	"fmt"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
-// Import applies a page of exported records at the target (paper 001 §5.1).
-// It is idempotent (A3): an incoming record is applied when its Version is
-// higher than the stored one, or equal and the incoming record is a tombstone
-// while the stored one is live, or when the id is absent. So replaying pages
-// in any order, or a page twice, converges; a tombstone beats any older live
-// copy and an older (or equal) live copy never overwrites a tombstone (§4.3).
-// Applied records keep Version, CreatedAt, UpdatedAt and DeletedAt, and get
-// a fresh local Seq, so the target's own change index stays ordered.
-// Incoming tombstones are stored without Data and Refs even if the sender
-// sent them; a tombstone without DeletedAt gets the current time, which also
-// starts its TTL.
+// Import applies a page of exported records at the target (paper 001
+// §5.1) under the authority a, which must make this store an importing one
+// (contract.Admit): a is joined into the resource's authority record and
+// decided on under the resource's lock, in the batch that applies the page,
+// so a page of an attempt that has ended (a stamp older than the record:
+// rolled back, swapped, reset by a later attempt) changes nothing. With
+// reset, every record of the resource is removed first, under the same
+// lock (the first page of an attempt's copy: a target holding an older copy
+// keeps nothing the source no longer has).
 //
-// Imports are migration writes, not user writes: they do not check the fence
-// (the target is fenced against users before cutover). The page is applied in
-// one atomic batch; an invalid record (ErrInvalid, including Version 0)
-// rejects the whole page. It returns how many records were applied. Errors:
-// ErrInvalid, ErrClosed, ErrCorrupt.
+// The page is idempotent (A3): an incoming record is applied when its
+// Version is higher than the stored one, or equal and the incoming record
+// is a tombstone while the stored one is live, or when the id is absent.
+// So replaying pages in any order, or a page twice, converges; a tombstone
+// beats any older live copy and an older (or equal) live copy never
+// overwrites a tombstone (§4.3). Applied records keep Version, CreatedAt,
+// UpdatedAt and DeletedAt, and get a fresh local Seq, so the target's own
+// change index stays ordered. Incoming tombstones are stored without Data
+// and Refs even if the sender sent them; a tombstone without DeletedAt gets
+// the current time, which also starts its TTL. An invalid record
+// (ErrInvalid, including Version 0) rejects the whole page.
 //
-// Import is the ungated primitive for tools and tests; a migration imports
-// with ImportGranted.
-func (s *Store) Import(resource string, recs []Record) (applied int, err error) {
-	return s.importRecords(resource, recs, nil)
-}
-
-// importRecords implements Import and ImportGranted; gate, if set, runs
-// under the resource's lock before anything is read or written.
-func (s *Store) importRecords(resource string, recs []Record, gate func() error) (applied int, err error) {
+// It returns how many records were applied and how many the reset removed.
+// Errors: *contract.Error (refused), ErrInvalid, ErrClosed, ErrCorrupt.
+func (s *Store) Import(resource string, a Authority, reset bool, recs []Record) (applied, removed int, err error) {
 	if err := validResource(resource); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for i := range recs {
 		if err := validateRecord(&recs[i]); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if recs[i].Version == 0 {
-			return 0, invalidf("record %q: version 0", recs[i].ID)
+			return 0, 0, invalidf("record %q: version 0", recs[i].ID)
 		}
 	}
-	if len(recs) == 0 {
-		return 0, nil
-	}
 	if err := s.enter(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer s.leave()
 	unlock := s.lockResource(resource)
 	defer unlock()
-	if gate != nil {
-		if err := gate(); err != nil {
-			return 0, err
-		}
+	op := contract.OpImport
+	if reset {
+		op = contract.OpReset
 	}
+	d, err := s.admit(s.db, resource, op, a, s.now())
+	if err != nil {
+		return 0, 0, err
+	}
+	if reset {
+		// The reset commits on its own, with the record: the page is then
+		// applied to an empty resource.
+		if removed, err = s.deleteAllLocked(resource, d); err != nil {
+			return 0, 0, err
+		}
+		d.Persist = false
+	}
+	applied, err = s.applyLocked(resource, recs, d)
+	return applied, removed, err
+}
 
+// applyLocked applies recs and persists d's record in one batch; the
+// resource's lock is held.
+func (s *Store) applyLocked(resource string, recs []Record, d contract.Decision) (applied int, err error) {
 	now := s.now()
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -97,7 +111,10 @@ func (s *Store) importRecords(resource string, recs []Record, gate func() error)
 		}
 		applied++
 	}
-	if applied == 0 {
+	if err := persist(b, resource, d); err != nil {
+		return 0, err
+	}
+	if applied == 0 && !d.Persist {
 		return 0, nil
 	}
 	if err := t.commit(); err != nil {

@@ -8,10 +8,9 @@ import (
 // Key families; see the layout in doc.go.
 const (
 	famFormat  = 'V'
-	famGrant   = 'g'
+	famAuth    = 'a'
 	famCursor  = 'c'
 	famDigest  = 'd'
-	famFence   = 'f'
 	famKind    = 'i'
 	famChange  = 'q'
 	famRecord  = 'r'
@@ -85,11 +84,9 @@ func digestKey(res string, slice int64) []byte {
 	return putU64(resPrefix(famDigest, res), uint64(slice))
 }
 
-func fenceKey(res string) []byte { return append([]byte{famFence}, res...) }
+func authorityKey(res string) []byte { return append([]byte{famAuth}, res...) }
 
 func stateKey(res string) []byte { return append([]byte{famState}, res...) }
-
-func grantKey(res string) []byte { return append([]byte{famGrant}, res...) }
 
 func cursorKey(name string) []byte { return append([]byte{famCursor}, name...) }
 

@@ -5,7 +5,13 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/cutover/cutover/services/contract"
 )
+
+// swappedIn is the stamp of a read routed to a target after its swap: a
+// read does not install it, so the target stays an importing one.
+var swappedIn = role(1000, contract.RolePrimary)
 
 // copyChanges exports Changes(afterSeq, uptoSeq] from src page by page and
 // imports each page into dst, as the orchestrator does.
@@ -18,7 +24,7 @@ func copyChanges(tb testing.TB, src, dst *Store, r string, afterSeq, uptoSeq uin
 			tb.Fatalf("export: %v", err)
 		}
 		if len(recs) > 0 {
-			if _, err := dst.Import(r, recs); err != nil {
+			if _, _, err := dst.Import(r, importing(1), false, recs); err != nil {
 				tb.Fatalf("import: %v", err)
 			}
 			pages = append(pages, recs)
@@ -36,7 +42,7 @@ func TestChangesHistoricalDeltaSplit(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		MustPut(t, s, res, rec(name(i), "message", "v1"), true)
 	}
-	MustSetFence(t, s, res, fence(FenceHardDelete, "tok", clock.Now().Add(time.Hour)))
+	MustAuthorize(t, s, res, tombstoning(1, clock.Now().Add(time.Hour)))
 	token := MustToken(t, s, res)
 	assertEqual(t, "token", token, uint64(5))
 
@@ -95,22 +101,22 @@ func TestResurrectionScenario(t *testing.T) {
 			MustPut(t, src, res, rec("N", "message", "other"), true)
 
 			if fenced {
-				MustSetFence(t, src, res, fence(FenceHardDelete, "tok", clock.Now().Add(6*time.Hour)))
+				MustAuthorize(t, src, res, tombstoning(1, clock.Now().Add(6*time.Hour)))
 			}
 			token := MustToken(t, src, res)
 			// 1. M is copied from source to target.
 			copyChanges(t, src, dst, res, 0, token, 1)
-			if _, err := dst.Get(res, "M"); err != nil {
+			if _, err := dst.GetAt(res, "M", swappedIn); err != nil {
 				t.Fatalf("M not copied: %v", err)
 			}
 			// 2-3. A user deletes M at the source while migration continues.
 			dr := MustDelete(t, src, res, "M")
 			assertEqual(t, "tombstoned", dr.Tombstoned, fenced)
 			// Phase 3: write fence, then the delta.
-			MustSetFence(t, src, res, fence(FenceWrite, "tok", clock.Now().Add(5*time.Minute)))
+			MustAuthorize(t, src, res, exporting(2, clock.Now().Add(5*time.Minute)))
 			copyChanges(t, src, dst, res, token, 0, 10)
 
-			_, err := dst.Get(res, "M")
+			_, err := dst.GetAt(res, "M", swappedIn)
 			equal := slices.Equal(MustDigests(t, src, res), MustDigests(t, dst, res))
 			if fenced {
 				assertErrIs(t, "M at target", err, ErrNotFound)
@@ -135,7 +141,7 @@ func TestImportIdempotent(t *testing.T) {
 		MustPut(t, src, res, Record{ID: name(i), Kind: "message", Data: []byte{byte(i)}, Refs: []string{"media/" + name(i)}}, true)
 		clock.Advance(10 * time.Minute)
 	}
-	MustSetFence(t, src, res, fence(FenceHardDelete, "tok", clock.Now().Add(time.Hour)))
+	MustAuthorize(t, src, res, tombstoning(1, clock.Now().Add(time.Hour)))
 	token := MustToken(t, src, res)
 	for i := 0; i < 40; i += 3 {
 		MustPut(t, src, res, Record{ID: name(i), Data: []byte("updated")}, false)
@@ -202,7 +208,7 @@ func TestImportIdempotent(t *testing.T) {
 	for oi, order := range orders {
 		dst := MustOpenMem(t, clock)
 		for _, pi := range order {
-			if _, err := dst.Import(res, pages[pi]); err != nil {
+			if _, _, err := dst.Import(res, importing(1), false, pages[pi]); err != nil {
 				t.Fatalf("order %d: import: %v", oi, err)
 			}
 		}
@@ -210,12 +216,12 @@ func TestImportIdempotent(t *testing.T) {
 		live, tomb := MustCount(t, dst, res)
 		assertEqual(t, "counts", [2]int{live, tomb}, [2]int{wantLive, wantTomb})
 		for i := 0; i < 40; i += 7 {
-			_, err := dst.Get(res, name(i))
+			_, err := dst.GetAt(res, name(i), swappedIn)
 			assertErrIs(t, "tombstoned record", err, ErrNotFound)
 		}
 		// A full replay applies nothing.
 		for _, p := range pages {
-			if n, err := dst.Import(res, p); err != nil || n != 0 {
+			if n, _, err := dst.Import(res, importing(1), false, p); err != nil || n != 0 {
 				t.Fatalf("order %d: replay applied %d, %v", oi, n, err)
 			}
 		}
@@ -258,7 +264,7 @@ func TestImportRules(t *testing.T) {
 		{"newer tombstone", tomb(3), 1, true, 3},
 	}
 	for _, st := range steps {
-		n, err := s.Import(res, []Record{st.in})
+		n, _, err := s.Import(res, importing(1), false, []Record{st.in})
 		if err != nil || n != st.applied {
 			t.Fatalf("%s: Import = %d, %v; want %d", st.name, n, err, st.applied)
 		}
@@ -273,7 +279,7 @@ func TestImportRules(t *testing.T) {
 			t.Fatalf("%s: timestamps not kept: %+v", st.name, got[0])
 		}
 	}
-	_, err := s.Get(res, "r")
+	_, err := s.GetAt(res, "r", swappedIn)
 	assertErrIs(t, "Get", err, ErrNotFound)
 	live2, tomb2 := MustCount(t, s, res)
 	assertEqual(t, "counts", [2]int{live2, tomb2}, [2]int{0, 1})
@@ -285,11 +291,11 @@ func TestImportRules(t *testing.T) {
 			{ID: "d", Version: 2, CreatedAt: 5, Data: []byte("2")},
 			{ID: "d", Version: 3, CreatedAt: 5, Data: []byte("3")},
 		}
-		n, err := s.Import("conv/dup", page)
+		n, _, err := s.Import("conv/dup", importing(1), false, page)
 		if err != nil || n != 2 {
 			t.Fatalf("Import = %d, %v", n, err)
 		}
-		r, err := s.Get("conv/dup", "d")
+		r, err := s.GetAt("conv/dup", "d", swappedIn)
 		if err != nil || string(r.Data) != "3" || r.Version != 3 || r.Seq != 2 {
 			t.Fatalf("Get = %+v, %v", r, err)
 		}
@@ -298,7 +304,7 @@ func TestImportRules(t *testing.T) {
 	})
 
 	t.Run("invalid page changes nothing", func(t *testing.T) {
-		_, err := s.Import("conv/bad", []Record{{ID: "ok", Version: 1}, {ID: "bad\x00", Version: 1}})
+		_, _, err := s.Import("conv/bad", importing(1), false, []Record{{ID: "ok", Version: 1}, {ID: "bad\x00", Version: 1}})
 		assertErrIs(t, "Import", err, ErrInvalid)
 		assertEqual(t, "token", MustToken(t, s, "conv/bad"), uint64(0))
 		if errors.Is(err, ErrCorrupt) {
@@ -333,13 +339,13 @@ func TestDigestsCompareStores(t *testing.T) {
 	assertEqual(t, "after full copy", MustDigests(t, dst, res), srcDigests)
 
 	t.Run("one record's content differs", func(t *testing.T) {
-		r, err := dst.Get(res, name(11))
+		r, err := dst.GetAt(res, name(11), swappedIn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r.Version++
 		r.Data = []byte("tampered")
-		if _, err := dst.Import(res, []Record{r}); err != nil {
+		if _, _, err := dst.Import(res, importing(1), false, []Record{r}); err != nil {
 			t.Fatal(err)
 		}
 		got := MustDigests(t, dst, res)
@@ -354,7 +360,7 @@ func TestDigestsCompareStores(t *testing.T) {
 	t.Run("one record missing", func(t *testing.T) {
 		dst2 := MustOpenMem(t, clock)
 		copyChanges(t, src, dst2, res, 0, 0, 50)
-		if _, err := dst2.Delete(res, name(200)); err != nil {
+		if _, err := dst2.DeleteAt(res, name(200), false, swappedIn); err != nil {
 			t.Fatal(err)
 		}
 		got := MustDigests(t, dst2, res)
@@ -392,7 +398,7 @@ func TestSweepTombstones(t *testing.T) {
 	// 600 tombstones over three resources: more than one sweep chunk.
 	resources := []string{"conv/a", "conv/b", "conv/c"}
 	for _, r := range resources {
-		MustSetFence(t, s, r, fence(FenceHardDelete, "tok", clock.Now().Add(24*time.Hour)))
+		MustAuthorize(t, s, r, tombstoning(1, clock.Now().Add(24*time.Hour)))
 		for i := 0; i < 201; i++ {
 			MustPut(t, s, r, rec(name(i), "message", "x"), true)
 		}
@@ -409,9 +415,12 @@ func TestSweepTombstones(t *testing.T) {
 	}
 	ts.Version++
 	ts.DeletedAt = clock.Now().UnixNano()
-	if n, err := s.Import("conv/a", []Record{ts}); err != nil || n != 1 {
+	// (The resource is a target again for the re-import, then the primary
+	// again: an importing resource keeps its tombstones.)
+	if n, _, err := s.Import("conv/a", importing(2), false, []Record{ts}); err != nil || n != 1 {
 		t.Fatalf("re-import: %d, %v", n, err)
 	}
+	MustAuthorize(t, s, "conv/a", role(3, contract.RolePrimary))
 
 	n, err := s.SweepTombstones(clock.Now())
 	if err != nil || n != 0 {

@@ -4,32 +4,32 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
-// Put writes a record on the user path: a new write (create=true) or an
-// update (create=false). The store assigns Version, Seq and UpdatedAt, and
-// CreatedAt if rec.CreatedAt is 0; rec.Version, rec.Seq, rec.UpdatedAt and
-// rec.DeletedAt are ignored. An update keeps the stored CreatedAt and, when
-// rec.Kind is empty, the stored Kind. It returns the record as stored.
-//
-// The fence is checked in the same atomic step as the write (DESIGN.md "Two
-// layers of enforcement"): an active write fence returns a *FencedError
-// (errors.Is ErrFenced) and nothing is written. A hard-delete fence does not
-// affect Put.
-//
-// Errors: ErrInvalid (bad resource, id, kind, refs, negative CreatedAt,
-// rec.Deleted set), *FencedError, ErrExists (create, id live; the existing
-// record is returned), ErrDeleted (create, id tombstoned: never resurrected),
-// ErrNotFound (update of a missing or tombstoned id), ErrClosed, ErrCorrupt.
+// Put is PutAt without a stamp: the authority record alone decides.
 func (s *Store) Put(resource string, rec Record, create bool) (Record, error) {
-	return s.PutRouted(resource, rec, create, 0)
+	return s.PutAt(resource, rec, create, Authority{})
 }
 
-// PutRouted is Put for a write whose routing decision was taken on the
-// routing document of revision routedRev: a post-swap write fence older
-// than that revision lets it through (Fence.Yields): the resource has been
-// moved back here since. Errors as Put.
-func (s *Store) PutRouted(resource string, rec Record, create bool, routedRev uint64) (Record, error) {
+// PutAt writes a record on the user path: a new write (create=true) or an
+// update (create=false), routed by the authority a (the router's stamp,
+// kvrouting.Decision.Authority; zero: none). The store assigns Version,
+// Seq and UpdatedAt, and CreatedAt if rec.CreatedAt is 0; rec.Version,
+// rec.Seq, rec.UpdatedAt and rec.DeletedAt are ignored. An update keeps the
+// stored CreatedAt and, when rec.Kind is empty, the stored Kind. It returns
+// the record as stored.
+//
+// Admission (contract.Admit) decides in the batch that writes: a is joined
+// into the resource's authority record, which the batch writes with the
+// record, and a refusal writes nothing. Errors: *contract.Error (moved,
+// locked under the write fence), ErrInvalid (bad resource, id, kind, refs,
+// negative CreatedAt, rec.Deleted set), ErrExists (create, id live; the
+// existing record is returned), ErrDeleted (create, id tombstoned: never
+// resurrected), ErrNotFound (update of a missing or tombstoned id),
+// ErrClosed, ErrCorrupt.
+func (s *Store) PutAt(resource string, rec Record, create bool, a Authority) (Record, error) {
 	if err := validResource(resource); err != nil {
 		return Record{}, err
 	}
@@ -47,16 +47,13 @@ func (s *Store) PutRouted(resource string, rec Record, create bool, routedRev ui
 	defer unlock()
 
 	now := s.now()
-	fr, err := s.getFenceRecord(s.db, resource)
+	op := contract.OpUpdate
+	if create {
+		op = contract.OpCreate
+	}
+	d, err := s.admit(s.db, resource, op, a, now)
 	if err != nil {
 		return Record{}, err
-	}
-	if err := checkRouted(fr, routedRev); err != nil {
-		return Record{}, err
-	}
-	fence := fr.Fence
-	if fence.Active(now) && fence.Level >= FenceWrite && !fence.Yields(routedRev) {
-		return Record{}, fenceErr(fence, now)
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -105,40 +102,35 @@ func (s *Store) PutRouted(resource string, rec Record, create bool, routedRev ui
 	if err := t.replace(prev, &next); err != nil {
 		return Record{}, fmt.Errorf("store: put: %w", err)
 	}
+	if err := persist(b, resource, d); err != nil {
+		return Record{}, err
+	}
 	if err := t.commit(); err != nil {
 		return Record{}, err
 	}
 	return next.Record, nil
 }
 
-// Delete deletes a record on the user path, deciding by the fence in the same
-// atomic step (paper 001 Table 4): an active write fence refuses with a
-// *FencedError; an active hard-delete fence writes a tombstone (Deleted,
-// Data and Refs stripped, Version+1, a new Seq, DeletedAt now, expiring after
-// Options.TombstoneTTL) so that the delete is exported (paper 001 §4.3);
-// without a fence the record is removed physically with its index entries
-// and digest contribution.
-//
-// Errors: ErrInvalid, *FencedError, ErrNotFound (missing or already
-// tombstoned), ErrClosed, ErrCorrupt.
+// Delete is DeleteAt without a stamp, removing physically unless the
+// authority record says tombstone.
 func (s *Store) Delete(resource, id string) (DeleteResult, error) {
-	return s.DeleteRouted(resource, id, false, 0)
+	return s.DeleteAt(resource, id, false, Authority{})
 }
 
-// DeleteTombstone is Delete for a caller whose routing decision already
-// says "tombstone" (the hard-delete lock is in force at the routing
-// document, paper 001 Table 4): it always writes a tombstone, even before
-// the orchestrator has set the store's hard-delete fence. An active write
-// fence still refuses. Errors as Delete.
-func (s *Store) DeleteTombstone(resource, id string) (DeleteResult, error) {
-	return s.DeleteRouted(resource, id, true, 0)
-}
-
-// DeleteRouted is Delete (DeleteTombstone with forceTombstone) for a delete
-// whose routing decision was taken on the routing document of revision
-// routedRev: a post-swap write fence older than that revision lets it
-// through, as PutRouted. Errors as Delete.
-func (s *Store) DeleteRouted(resource, id string, forceTombstone bool, routedRev uint64) (DeleteResult, error) {
+// DeleteAt deletes a record on the user path, routed by the authority a
+// (zero: none), deciding in the batch that deletes (paper 001 Table 4,
+// contract.Admit): under the write fence it is refused; where the joined
+// authority tombstones deletes (the hard-delete lock), or keepID asks for
+// it (a service that keeps deleted ids reserved), it writes a tombstone
+// (Deleted, Data and Refs stripped, Version+1, a new Seq, DeletedAt now,
+// expiring after Options.TombstoneTTL) so that the delete is exported
+// (paper 001 §4.3); otherwise the record is removed physically with its
+// index entries and digest contribution. DeleteResult.Tombstoned reports
+// whether admission demanded the tombstone.
+//
+// Errors: *contract.Error (moved, locked), ErrInvalid, ErrNotFound
+// (missing or already tombstoned), ErrClosed, ErrCorrupt.
+func (s *Store) DeleteAt(resource, id string, keepID bool, a Authority) (DeleteResult, error) {
 	if err := validResource(resource); err != nil {
 		return DeleteResult{}, err
 	}
@@ -153,17 +145,9 @@ func (s *Store) DeleteRouted(resource, id string, forceTombstone bool, routedRev
 	defer unlock()
 
 	now := s.now()
-	fr, err := s.getFenceRecord(s.db, resource)
+	d, err := s.admit(s.db, resource, contract.OpDelete, a, now)
 	if err != nil {
 		return DeleteResult{}, err
-	}
-	if err := checkRouted(fr, routedRev); err != nil {
-		return DeleteResult{}, err
-	}
-	fence := fr.Fence
-	active := fence.Active(now) && !(fence.Level >= FenceWrite && fence.Yields(routedRev))
-	if active && fence.Level >= FenceWrite {
-		return DeleteResult{}, fenceErr(fence, now)
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -179,15 +163,18 @@ func (s *Store) DeleteRouted(resource, id string, forceTombstone bool, routedRev
 		return DeleteResult{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	var res DeleteResult
-	if forceTombstone || (active && fence.Level == FenceHardDelete) {
+	if keepID || d.Verdict == contract.Tombstone {
 		ts := s.tombstone(old.Record, now.UnixNano())
 		ts.Seq = t.nextSeq()
 		if err := t.replace(&old, &ts); err != nil {
 			return DeleteResult{}, fmt.Errorf("store: delete: %w", err)
 		}
-		res = DeleteResult{Tombstoned: true, Tombstone: ts.Record}
+		res = DeleteResult{Tombstoned: d.Verdict == contract.Tombstone, Tombstone: ts.Record}
 	} else if err := t.replace(&old, nil); err != nil {
 		return DeleteResult{}, fmt.Errorf("store: delete: %w", err)
+	}
+	if err := persist(b, resource, d); err != nil {
+		return DeleteResult{}, err
 	}
 	if err := t.commit(); err != nil {
 		return DeleteResult{}, err
@@ -217,86 +204,36 @@ func (s *Store) expiry(deletedAt int64) int64 {
 	return e
 }
 
-// DeleteAll removes every trace of resource at this store: records,
-// tombstones, indexes, digests and the sequence counter — but not the fence,
-// which keeps the old location locked after a swap. It is the
-// migration's cleanup (the target on rollback, the source after the cleanup
-// window), not a user operation, so it ignores the fence. Afterwards the
-// sequence starts again from zero, so sync tokens issued earlier mean
-// nothing. It returns how many records (live and tombstones) were removed.
-// Errors: ErrInvalid, ErrClosed, ErrCorrupt.
-func (s *Store) DeleteAll(resource string) (int, error) {
-	n, _, err := s.DeleteAllUnless(resource, nil)
-	return n, err
-}
-
-// DeleteAllUnless is DeleteAll, but first asks keep, under the resource's
-// lock, whether the records must stay: kept reports that keep said so and
-// nothing was deleted. No mutation of the resource (a user write, an
-// import) can interleave between keep's answer and the deletion. A source
-// cleanup asks routing whether the resource is back here, or coming back
-// (a later migration importing here): a cleanup request that arrives late
-// then deletes nothing a later migration imported (any import after
-// keep's answer commits after the deletion, and one before it means that
-// migration pre-locked before keep read routing). keep nil: delete. An
-// error from keep is returned and nothing is deleted.
-func (s *Store) DeleteAllUnless(resource string, keep func() (bool, error)) (n int, kept bool, err error) {
-	var k func() (bool, uint64, error)
-	if keep != nil {
-		k = func() (bool, uint64, error) {
-			kept, err := keep()
-			return kept, 0, err
-		}
-	}
-	return s.DeleteAllUnlessRouted(resource, k)
-}
-
-// DeleteAllUnlessRouted is DeleteAllUnless whose keep also names the
-// routing revision its answer was read from: when the records go, the
-// resource's routing watermark here rises to it (checkRouted). An operation
-// routed before the cleanup's routing — a read decided while this region
-// was still the primary and delivered late — is then refused as moved
-// instead of reading the emptied store (issue 15 #3; the freshness model's
-// rollback and source cleanups).
-func (s *Store) DeleteAllUnlessRouted(resource string, keep func() (bool, uint64, error)) (n int, kept bool, err error) {
+// Cleanup removes every trace of resource at this store — records,
+// tombstones, indexes, digests and the sequence counter; the authority
+// record stays — under the authority a, which must make the store a
+// secondary for it (contract.Admit, contract.OpCleanup): the records of a
+// primary or of an importing target are never removed, however late the
+// request. The decision, the new record and the deletion commit in one
+// batch. Afterwards the sequence starts again from zero, so sync tokens
+// issued earlier mean nothing. It returns how many records (live and
+// tombstones) were removed. Errors: *contract.Error (refused, nothing
+// removed), ErrInvalid, ErrClosed, ErrCorrupt.
+func (s *Store) Cleanup(resource string, a Authority) (int, error) {
 	if err := validResource(resource); err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	if err := s.enter(); err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	defer s.leave()
 	unlock := s.lockResource(resource)
 	defer unlock()
-	var rev uint64
-	if keep != nil {
-		k, r, err := keep()
-		if err != nil {
-			return 0, false, err
-		}
-		if k {
-			return 0, true, nil
-		}
-		rev = r
+	d, err := s.admit(s.db, resource, contract.OpCleanup, a, s.now())
+	if err != nil {
+		return 0, err
 	}
-	if rev != 0 {
-		fr, err := s.getFenceRecord(s.db, resource)
-		if err != nil {
-			return 0, false, err
-		}
-		if rev > fr.MinRev {
-			fr.MinRev = rev
-			if err := s.putFence(resource, fr); err != nil {
-				return 0, false, err
-			}
-		}
-	}
-	n, err = s.deleteAllLocked(resource)
-	return n, false, err
+	return s.deleteAllLocked(resource, d)
 }
 
-// deleteAllLocked deletes the resource's records; the resource lock is held.
-func (s *Store) deleteAllLocked(resource string) (int, error) {
+// deleteAllLocked deletes the resource's records and persists d's record
+// in the same batch; the resource lock is held.
+func (s *Store) deleteAllLocked(resource string, d contract.Decision) (int, error) {
 
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -332,10 +269,11 @@ func (s *Store) deleteAllLocked(resource string) (int, error) {
 			return 0, fmt.Errorf("store: delete all: %w", err)
 		}
 	}
-	// The fence is kept: after a swap the old location stays locked, and
-	// cleaning its data up must not lift the backstop that refuses a write
-	// routed there by a stale read (DESIGN.md "Two layers of enforcement").
-	// It lapses with its own expiry, or ForceClearFence.
+	// The authority record stays: it is what refuses a request routed
+	// here by a stale read once the records are gone.
+	if err := persist(b, resource, d); err != nil {
+		return 0, err
+	}
 	if err := b.Delete(stateKey(resource), nil); err != nil {
 		return 0, fmt.Errorf("store: delete all: %w", err)
 	}

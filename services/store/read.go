@@ -8,20 +8,23 @@ import (
 	"math"
 
 	"github.com/cockroachdb/pebble"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
-// Get returns the live record id of resource. Tombstones are invisible to
-// users. Errors: ErrInvalid, ErrNotFound (missing or tombstoned), ErrClosed,
-// ErrCorrupt.
+// Get is GetAt without a stamp.
 func (s *Store) Get(resource, id string) (Record, error) {
-	return s.GetRouted(resource, id, 0)
+	return s.GetAt(resource, id, Authority{})
 }
 
-// GetRouted is Get for a read decided on the routing revision routedRev:
-// an active fence whose ReadRev is above it refuses the read with ErrMoved
-// (contract.Fence.RefusesRead), the fence and the record read from one
-// snapshot. routedRev 0 is Get. Errors as Get, and ErrMoved.
-func (s *Store) GetRouted(resource, id string, routedRev uint64) (Record, error) {
+// GetAt returns the live record id of resource for a read routed by the
+// authority a (zero: none), admitted (contract.Admit, contract.OpRead) on
+// the snapshot the record is read from: a read routed by a revision older
+// than the resource's authority here, or reaching a store that is no
+// longer the resource's location, is refused as moved. Tombstones are
+// invisible to users. Errors: *contract.Error (moved), ErrInvalid,
+// ErrNotFound (missing or tombstoned), ErrClosed, ErrCorrupt.
+func (s *Store) GetAt(resource, id string, a Authority) (Record, error) {
 	if err := validResource(resource); err != nil {
 		return Record{}, err
 	}
@@ -32,16 +35,12 @@ func (s *Store) GetRouted(resource, id string, routedRev uint64) (Record, error)
 		return Record{}, err
 	}
 	defer s.leave()
-	var r reader = s.db
-	if routedRev != 0 {
-		snap := s.db.NewSnapshot()
-		defer snap.Close()
-		if err := s.checkMoved(snap, resource, routedRev); err != nil {
-			return Record{}, err
-		}
-		r = snap
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	if _, err := s.admit(snap, resource, contract.OpRead, a, s.now()); err != nil {
+		return Record{}, err
 	}
-	e, err := s.getEntry(r, resource, id)
+	e, err := s.getEntry(snap, resource, id)
 	if err != nil {
 		return Record{}, err
 	}
@@ -59,40 +58,26 @@ func clampLimit(limit int) int {
 	return min(limit, MaxPageLimit)
 }
 
-// List returns up to limit live records of kind in resource, in (CreatedAt,
-// ID) order, strictly after the position (afterCreated, afterID). The first
-// page is (0, ""); the next page starts after the last record returned. A
-// page shorter than limit is the last. limit <= 0 means DefaultPageLimit;
-// limits above MaxPageLimit are capped. The page is read from one snapshot.
-// Errors: ErrInvalid, ErrClosed, ErrCorrupt.
+// List is ListAt without a stamp.
 func (s *Store) List(resource, kind string, afterCreated int64, afterID string, limit int) ([]Record, error) {
-	return s.ListRouted(resource, kind, afterCreated, afterID, limit, 0)
+	return s.ListAt(resource, kind, afterCreated, afterID, limit, Authority{})
 }
 
-// ListRouted is List for a read decided on the routing revision routedRev,
-// refused with ErrMoved as GetRouted, from the page's snapshot. routedRev 0
-// is List. Errors as List, and ErrMoved.
-func (s *Store) ListRouted(resource, kind string, afterCreated int64, afterID string, limit int, routedRev uint64) ([]Record, error) {
+// ListAt returns up to limit live records of kind in resource, in
+// (CreatedAt, ID) order, strictly after the position (afterCreated,
+// afterID), for a read routed by the authority a, admitted as GetAt on the
+// page's snapshot. The first page is (0, ""); the next page starts after
+// the last record returned. A page shorter than limit is the last. limit
+// <= 0 means DefaultPageLimit; limits above MaxPageLimit are capped.
+// Errors: *contract.Error (moved), ErrInvalid, ErrClosed, ErrCorrupt.
+func (s *Store) ListAt(resource, kind string, afterCreated int64, afterID string, limit int, a Authority) ([]Record, error) {
 	if err := validResource(resource); err != nil {
 		return nil, err
 	}
 	if err := validKind(kind); err != nil {
 		return nil, err
 	}
-	return s.scanIndexRouted(resource, kindPrefix(resource, kind), 0, math.MaxInt64, afterCreated, afterID, limit, routedRev)
-}
-
-// checkMoved returns ErrMoved if r's fence of res is active and refuses a
-// read decided on routedRev.
-func (s *Store) checkMoved(r reader, res string, routedRev uint64) error {
-	fr, err := s.getFenceRecord(r, res)
-	if err != nil {
-		return err
-	}
-	if f := fr.Fence; f.Active(s.now()) && f.RefusesRead(routedRev) {
-		return ErrMoved
-	}
-	return checkRouted(fr, routedRev)
+	return s.scanIndex(resource, kindPrefix(resource, kind), 0, math.MaxInt64, afterCreated, afterID, limit, &a)
 }
 
 // ListSlice returns up to limit live records of resource with CreatedAt in
@@ -109,17 +94,13 @@ func (s *Store) ListSlice(resource string, from, to int64, afterCreated int64, a
 	if from < 0 || to < from {
 		return nil, invalidf("slice [%d, %d)", from, to)
 	}
-	return s.scanIndex(resource, resPrefix(famTime, resource), from, to, afterCreated, afterID, limit)
+	return s.scanIndex(resource, resPrefix(famTime, resource), from, to, afterCreated, afterID, limit, nil)
 }
 
-// scanIndex pages through an index whose keys are prefix <created:8> <id>.
-func (s *Store) scanIndex(res string, prefix []byte, from, to, afterCreated int64, afterID string, limit int) ([]Record, error) {
-	return s.scanIndexRouted(res, prefix, from, to, afterCreated, afterID, limit, 0)
-}
-
-// scanIndexRouted is scanIndex, first refusing with ErrMoved (checkMoved)
-// in the page's snapshot when routedRev is set.
-func (s *Store) scanIndexRouted(res string, prefix []byte, from, to, afterCreated int64, afterID string, limit int, routedRev uint64) ([]Record, error) {
+// scanIndex pages through an index whose keys are prefix <created:8> <id>;
+// a user read (a non-nil: its stamp) is admitted first, on the page's
+// snapshot.
+func (s *Store) scanIndex(res string, prefix []byte, from, to, afterCreated int64, afterID string, limit int, a *Authority) ([]Record, error) {
 	if afterCreated < 0 {
 		return nil, invalidf("negative position %d", afterCreated)
 	}
@@ -152,8 +133,8 @@ func (s *Store) scanIndexRouted(res string, prefix []byte, from, to, afterCreate
 	defer s.leave()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
-	if routedRev != 0 {
-		if err := s.checkMoved(snap, res, routedRev); err != nil {
+	if a != nil {
+		if _, err := s.admit(snap, res, contract.OpRead, *a, s.now()); err != nil {
 			return nil, err
 		}
 	}

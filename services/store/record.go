@@ -12,7 +12,7 @@ type Record = contract.Record
 
 // DeleteResult tells the caller what Delete did.
 type DeleteResult struct {
-	// Tombstoned is true when a hard-delete fence turned the delete into a
+	// Tombstoned is true when admission (tombstone deletes in force) turned the delete into a
 	// tombstone, false when the record was removed physically.
 	Tombstoned bool
 	// Tombstone is the tombstone written; zero when Tombstoned is false.
@@ -119,6 +119,7 @@ type formatInfo struct {
 	SliceWidth int64 `msgpack:"w"`
 }
 
-// formatVersion 2: slice digests include Version and UpdatedAt (format 1
-// stores are upgraded on open by rebuildDigests).
-const formatVersion = 2
+// formatVersion 3: one authority record per resource (contract 2.0) in
+// place of fences and import grants; slice digests include Version and
+// UpdatedAt (since format 2). Older stores are refused (ErrFormat).
+const formatVersion = 3

@@ -75,7 +75,7 @@ func Open(opts Options) (*Store, error) {
 }
 
 // pebbleOptions are the Pebble settings: bloom filters on every level,
-// because every mutation does point reads (fence, counters, the record, the
+// because every mutation does point reads (authority, counters, the record, the
 // digest) and an import reads ids that mostly do not exist yet; without
 // filters each miss reads a block from every level.
 func pebbleOptions(fs vfs.FS, cache *pebble.Cache, log pebble.Logger) *pebble.Options {
@@ -119,13 +119,14 @@ func (s *Store) checkFormat() error {
 		return nil
 	case err != nil:
 		return err
-	case fi.Version != 1 && fi.Version != formatVersion:
+	case fi.Version < formatVersion:
+		return fmt.Errorf("%w: store format %d predates format %d (one authority record per resource, migration contract 2.0) and is not converted: move its data out and delete %s",
+			ErrFormat, fi.Version, formatVersion, s.opts.Dir)
+	case fi.Version != formatVersion:
 		return corruptf("format version %d, want %d", fi.Version, formatVersion)
 	case fi.SliceWidth != int64(s.opts.SliceWidth):
 		return invalidf("SliceWidth %s, store was created with %s",
 			s.opts.SliceWidth, time.Duration(fi.SliceWidth))
-	case fi.Version == 1:
-		return s.rebuildDigests()
 	}
 	return nil
 }
@@ -162,11 +163,11 @@ func (s *Store) leave() { s.life.RUnlock() }
 // lockResource takes the stripe lock of res and returns its unlock.
 //
 // STYLE.md says never to hold a mutex across I/O; this lock is the exception
-// on purpose. A mutation must read the fence, read the current record and
-// commit its batch as one atomic check-and-write (DESIGN.md "Two layers of
-// enforcement"): released before the commit, SetFence could return between a
-// Put's fence check and its commit, and a write the export has already passed
-// would land after the fence. The lock is per resource (striped), so it only
+// on purpose. A mutation must read the authority record, read the current
+// record and commit its batch as one atomic check-and-write (DESIGN.md "Two
+// layers of enforcement"): released before the commit, an export's install
+// of the write fence could return between a Put's admission and its commit,
+// and a write the export has already passed would land after the fence. The lock is per resource (striped), so it only
 // serialises writers of the same resource, which Pebble would order anyway.
 func (s *Store) lockResource(res string) func() {
 	m := &s.stripes[stripeOf(res)]

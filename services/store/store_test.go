@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"github.com/cutover/cutover/services/contract"
 	"strings"
 	"testing"
 	"time"
@@ -108,15 +109,15 @@ func TestValidation(t *testing.T) {
 		errs := map[string]error{}
 		_, errs["Get"] = s.Get(res, "")
 		_, errs["Delete"] = s.Delete("", "a")
-		_, errs["DeleteAll"] = s.DeleteAll("")
+		_, errs["Cleanup"] = s.Cleanup("", role(1, contract.RoleSecondary))
 		_, errs["List"] = s.List(res, "k\x00", 0, "", 1)
 		_, errs["ListSlice"] = s.ListSlice(res, 5, 1, 0, "", 1)
-		_, errs["Import"] = s.Import(res, []Record{{ID: "a", Version: 0}})
-		_, errs["ImportBadID"] = s.Import(res, []Record{{ID: "a", Version: 1}, {ID: "", Version: 1}})
+		_, _, errs["Import"] = s.Import(res, importing(1), false, []Record{{ID: "a", Version: 0}})
+		_, _, errs["ImportBadID"] = s.Import(res, importing(1), false, []Record{{ID: "a", Version: 1}, {ID: "", Version: 1}})
 		_, _, _, errs["Changes"] = s.Changes("", 0, 0, 1)
 		_, errs["GetCursor"] = s.GetCursor("")
 		errs["PutCursor"] = s.PutCursor("a\x00", nil)
-		errs["ClearFence"] = s.ClearFence(res, "")
+		_, errs["Repair"] = s.Repair(res, Authority{Rev: 1, Role: "owner"})
 		for name, err := range errs {
 			assertErrIs(t, name, err, ErrInvalid)
 		}
@@ -146,7 +147,7 @@ func TestListPaging(t *testing.T) {
 	}
 	MustPut(t, s, "conv/abcd", Record{ID: "zz", Kind: "message", CreatedAt: 1}, true)
 	// A tombstone is not listed.
-	MustSetFence(t, s, res, fence(FenceHardDelete, "tok", time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)))
+	MustAuthorize(t, s, res, tombstoning(1, time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)))
 	MustDelete(t, s, res, want[3])
 	want = append(want[:3], want[4:]...)
 
@@ -233,7 +234,7 @@ func TestCursors(t *testing.T) {
 	assertErrIs(t, "deleted cursor", err, ErrNotFound)
 }
 
-func TestDeleteAll(t *testing.T) {
+func TestCleanup(t *testing.T) {
 	clock := newFakeClock()
 	s := MustOpenMem(t, clock, func(o *Options) { o.TombstoneTTL = time.Hour })
 	other := res + "d" // shares a byte prefix with res
@@ -241,28 +242,35 @@ func TestDeleteAll(t *testing.T) {
 		MustPut(t, s, res, rec(name(i), "message", "x"), true)
 		MustPut(t, s, other, rec(name(i), "message", "y"), true)
 	}
-	MustSetFence(t, s, res, fence(FenceHardDelete, "tok", clock.Now().Add(time.Hour)))
+	MustAuthorize(t, s, res, tombstoning(1, clock.Now().Add(time.Hour)))
 	MustDelete(t, s, res, name(0))
 	MustDelete(t, s, res, name(1))
 	otherDigests := MustDigests(t, s, other)
 
-	n, err := s.DeleteAll(res)
+	// Not a secondary: refused, nothing removed.
+	if n, err := s.Cleanup(res, tombstoning(1, clock.Now().Add(time.Hour))); n != 0 || contract.AsError(err).Code != contract.CodeConflict {
+		t.Fatalf("Cleanup at the primary = %d, %v; want a conflict", n, err)
+	}
+	live, _ := MustCount(t, s, res)
+	assertEqual(t, "live after a refused cleanup", live, 8)
+	gone := role(2, contract.RoleSecondary)
+	n, err := s.Cleanup(res, gone)
 	if err != nil || n != 10 {
-		t.Fatalf("DeleteAll = %d, %v; want 10", n, err)
+		t.Fatalf("Cleanup = %d, %v; want 10", n, err)
 	}
 	live, tomb := MustCount(t, s, res)
 	assertEqual(t, "counts", [2]int{live, tomb}, [2]int{0, 0})
 	assertEqual(t, "token", MustToken(t, s, res), uint64(0))
 	assertEqual(t, "changes", len(MustChanges(t, s, res, 0, 0, 10)), 0)
 	assertEqual(t, "digests", len(MustDigests(t, s, res)), 0)
-	// The fence survives cleanup: the old location stays locked.
-	f, err := s.GetFence(res)
-	if err != nil || f.Level != FenceHardDelete || f.Token != "tok" {
-		t.Fatalf("fence after DeleteAll: %+v, %v", f, err)
+	// The authority survives the cleanup: a read routed here by an older
+	// document is still refused as moved, not answered from the emptied
+	// store.
+	if a, err := s.Authority(res); err != nil || a != gone {
+		t.Fatalf("authority after Cleanup: %s, %v; want %s", a, err, gone)
 	}
-	l, err := s.List(res, "message", 0, "", 100)
-	if err != nil || len(l) != 0 {
-		t.Fatalf("List after DeleteAll: %v, %v", l, err)
+	if _, err := s.ListAt(res, "message", 0, "", 100, tombstoning(1, clock.Now().Add(time.Hour))); err == nil || contract.AsError(err).Lock != contract.LockMoved {
+		t.Fatalf("List after Cleanup: %v; want moved", err)
 	}
 	// The neighbour is untouched and the expiry entries went too.
 	live, _ = MustCount(t, s, other)
@@ -271,9 +279,10 @@ func TestDeleteAll(t *testing.T) {
 	clock.Advance(2 * time.Hour)
 	swept, err := s.SweepTombstones(clock.Now())
 	if err != nil || swept != 0 {
-		t.Fatalf("sweep after DeleteAll = %d, %v", swept, err)
+		t.Fatalf("sweep after Cleanup = %d, %v", swept, err)
 	}
-	// The sequence starts again.
+	// The sequence starts again, once the resource is back here.
+	MustAuthorize(t, s, res, role(3, contract.RolePrimary))
 	assertEqual(t, "new seq", MustPut(t, s, res, rec("n", "message", ""), true).Seq, uint64(1))
 }
 
@@ -284,7 +293,7 @@ func TestCorruptValuesDoNotPanic(t *testing.T) {
 	huge := []byte{0x81, 0xa1, 'b', 0xc6, 0xff, 0xff, 0xff, 0xff}
 	hugeStr := []byte{0x81, 0xa1, 'b', 0xdb, 0xff, 0xff, 0xff, 0xff}
 	for _, garbage := range [][]byte{{0xc1}, {0xff, 0x00}, huge, hugeStr, {}} {
-		for _, key := range [][]byte{recordKey(res, "m1"), fenceKey(res), stateKey(res), digestKey(res, s.SliceOf(newFakeClock().Now().UnixNano()))} {
+		for _, key := range [][]byte{recordKey(res, "m1"), authorityKey(res), stateKey(res), digestKey(res, s.SliceOf(newFakeClock().Now().UnixNano()))} {
 			if err := s.db.Set(key, garbage, pebble.Sync); err != nil {
 				t.Fatal(err)
 			}
@@ -293,8 +302,8 @@ func TestCorruptValuesDoNotPanic(t *testing.T) {
 		assertErrIs(t, "Get", err, ErrCorrupt)
 		_, _, _, err = s.Changes(res, 0, 0, 10)
 		assertErrIs(t, "Changes", err, ErrCorrupt)
-		_, err = s.GetFence(res)
-		assertErrIs(t, "GetFence", err, ErrCorrupt)
+		_, err = s.Authority(res)
+		assertErrIs(t, "Authority", err, ErrCorrupt)
 		_, err = s.Put(res, rec("m2", "message", "x"), true)
 		assertErrIs(t, "Put", err, ErrCorrupt)
 		_, err = s.Digests(res)
@@ -302,8 +311,8 @@ func TestCorruptValuesDoNotPanic(t *testing.T) {
 		_, _, err = s.Count(res)
 		assertErrIs(t, "Count", err, ErrCorrupt)
 	}
-	// The admin path still works on a corrupt fence.
-	if err := s.ForceClearFence(res); err != nil {
+	// The operator's repair still works on a corrupt record.
+	if _, err := s.Repair(res, role(1, contract.RolePrimary)); err != nil {
 		t.Fatal(err)
 	}
 }

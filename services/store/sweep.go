@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
 // sweepChunk is how many expiry entries one sweep batch handles.
@@ -18,7 +20,9 @@ const sweepChunk = 256
 // plus the TombstoneTTL in force when they were written) is at or before now
 // (paper 001 §4.3: tombstones expire by TTL), walking the expiry index rather
 // than the records. Each tombstone is re-checked under its resource's lock,
-// so one that an import replaced meanwhile is left alone. It returns how
+// so one that an import replaced meanwhile is left alone, and the
+// tombstones of a resource whose authority here is importing stay until it
+// is not (a late page's older live copy must still meet them). It returns how
 // many tombstones were removed; on error, those removed before it stay
 // removed. A malformed expiry key or an unreadable tombstone is skipped and
 // left in place; the sweep finishes and then reports the first one as
@@ -119,7 +123,21 @@ func (s *Store) sweepKeys(keys [][]byte) (removed int, bad, err error) {
 	b := s.db.NewBatch()
 	defer b.Close()
 	txns := map[string]*txn{}
+	importing := map[string]bool{}
 	for _, tg := range targets {
+		imp, seen := importing[tg.res]
+		if !seen {
+			a, aerr := s.getAuthority(s.db, tg.res)
+			imp = aerr == nil && a.RoleOf() == contract.RoleImporting
+			importing[tg.res] = imp
+		}
+		if imp {
+			// A target in the middle of a copy keeps its tombstones: each
+			// one is what beats an older live copy of its record arriving
+			// in a late page (paper 001 §4.3). They go once it is the
+			// primary, or a secondary.
+			continue
+		}
 		t, ok := txns[tg.res]
 		if !ok {
 			t, err = s.newTxn(tg.res, b, s.now())

@@ -47,9 +47,6 @@ type Options struct {
 	Clock func() time.Time
 	// MaxMembers caps the roster (default DefaultMaxMembers).
 	MaxMembers int
-	// KeepOnCleanup guards the migration contract's Cleanup (see
-	// services.StoreParticipantOptions).
-	KeepOnCleanup func(ctx context.Context, resource string) (bool, error)
 }
 
 // Conversation is a conversation's metadata and roster.
@@ -78,7 +75,7 @@ func New(st *store.Store, opts Options) *Service {
 	if opts.MaxMembers <= 0 {
 		opts.MaxMembers = DefaultMaxMembers
 	}
-	c := core.New(ServiceName, st, opts.Clock, services.StoreParticipantOptions{KeepOnCleanup: opts.KeepOnCleanup})
+	c := core.New(ServiceName, st, opts.Clock, services.StoreParticipantOptions{})
 	return &Service{Participant: c.Participant(), c: c, maxMembers: opts.MaxMembers}
 }
 

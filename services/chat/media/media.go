@@ -40,9 +40,6 @@ type Options struct {
 	Clock func() time.Time
 	// MaxBytes caps a blob (default DefaultMaxBytes).
 	MaxBytes int
-	// KeepOnCleanup guards the migration contract's Cleanup (see
-	// services.StoreParticipantOptions).
-	KeepOnCleanup func(ctx context.Context, resource string) (bool, error)
 }
 
 // Blob is one media object.
@@ -74,7 +71,7 @@ func New(st *store.Store, opts Options) *Service {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
-	c := core.New(ServiceName, st, opts.Clock, services.StoreParticipantOptions{KeepOnCleanup: opts.KeepOnCleanup})
+	c := core.New(ServiceName, st, opts.Clock, services.StoreParticipantOptions{})
 	return &Service{Participant: c.Participant(), c: c, maxBytes: opts.MaxBytes}
 }
 

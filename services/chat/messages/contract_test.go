@@ -12,8 +12,8 @@ import (
 
 // TestContract runs the migration contract's conformance kit.
 func TestContract(t *testing.T) {
-	contracttest.Run(t, kittest.Factory(KindMessage, func(st *store.Store, keep kittest.Keep) (contract.Participant, *core.Core) {
-		s := New(st, Options{KeepOnCleanup: keep})
+	contracttest.Run(t, kittest.Factory(KindMessage, func(st *store.Store) (contract.Participant, *core.Core) {
+		s := New(st, Options{})
 		return s, s.c
 	}))
 }

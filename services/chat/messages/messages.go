@@ -40,9 +40,6 @@ type Options struct {
 	Clock func() time.Time
 	// MaxTextBytes caps a message's text (default DefaultMaxTextBytes).
 	MaxTextBytes int
-	// KeepOnCleanup guards the migration contract's Cleanup (see
-	// services.StoreParticipantOptions).
-	KeepOnCleanup func(ctx context.Context, resource string) (bool, error)
 }
 
 // Message is one chat message.
@@ -81,7 +78,7 @@ func New(st *store.Store, opts Options) *Service {
 	if opts.MaxTextBytes <= 0 {
 		opts.MaxTextBytes = DefaultMaxTextBytes
 	}
-	c := core.New(ServiceName, st, opts.Clock, services.StoreParticipantOptions{KeepOnCleanup: opts.KeepOnCleanup})
+	c := core.New(ServiceName, st, opts.Clock, services.StoreParticipantOptions{})
 	return &Service{Participant: c.Participant(), c: c, maxText: opts.MaxTextBytes}
 }
 

@@ -27,9 +27,6 @@ const KindRead = "read"
 type Options struct {
 	// Clock is the store's clock (default time.Now).
 	Clock func() time.Time
-	// KeepOnCleanup guards the migration contract's Cleanup (see
-	// services.StoreParticipantOptions).
-	KeepOnCleanup func(ctx context.Context, resource string) (bool, error)
 }
 
 // Service is the read-state service at one region. It implements
@@ -44,7 +41,7 @@ var _ contract.Participant = (*Service)(nil)
 
 // New returns the service over st, which it does not own.
 func New(st *store.Store, opts Options) *Service {
-	c := core.New(ServiceName, st, opts.Clock, services.StoreParticipantOptions{KeepOnCleanup: opts.KeepOnCleanup})
+	c := core.New(ServiceName, st, opts.Clock, services.StoreParticipantOptions{})
 	return &Service{Participant: c.Participant(), c: c}
 }
 

@@ -8,8 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"sync"
 	"time"
 
 	"github.com/cutover/cutover/kvrouting"
@@ -33,21 +31,12 @@ func ConvResource(id string) string { return KindConversation + "/" + id }
 // MediaResource returns the store resource of media id.
 func MediaResource(id string) string { return KindMedia + "/" + id }
 
-// stripes is the number of per-resource mutexes that order the tombstone path
-// against fence changes (see Core.tombstone).
-const stripes = 64
-
-// maxTombstoneAttempts bounds the tombstone path's retries when concurrent
-// updates keep moving the record's version.
-const maxTombstoneAttempts = 8
-
 // Core is one service's records at one region. Safe for concurrent use.
 type Core struct {
 	name  string
 	st    *store.Store
 	sp    *services.StoreParticipant
 	clock func() time.Time
-	mu    [stripes]sync.Mutex
 }
 
 // New returns the core of service over st. clock must be the store's clock
@@ -67,14 +56,6 @@ func (c *Core) Store() *store.Store { return c.st }
 
 // Now returns the service clock's time.
 func (c *Core) Now() time.Time { return c.clock() }
-
-func (c *Core) lock(res string) func() {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(res))
-	m := &c.mu[h.Sum32()%stripes]
-	m.Lock()
-	return m.Unlock
-}
 
 // LockedError is the 423 for a rejecting decision: Retry-After is the
 // decision's hint (paper 001 §4.4) — under a write lock the expected rest of
@@ -114,15 +95,17 @@ func Check(d kvrouting.Decision, op kvrouting.OpClass) error {
 	return contract.Errorf(contract.CodeInternal, "unknown decision outcome %s", d.Outcome)
 }
 
-// Get returns the live record id of resource. A read routed by a revision
-// (services.SetRouted) is refused as moved where the store's fence says
-// that routing is too old. Errors: *contract.Error (not_found for a missing
-// or deleted record, locked "moved", invalid, internal).
+// Get returns the live record id of resource. A read routed by an
+// authority (services.SetRouted) is admitted by the store against its own
+// record (contract.Admit): refused as moved where that routing is too old
+// or the store no longer the resource's location. Errors: *contract.Error
+// (not_found for a missing or deleted record, locked "moved", invalid,
+// internal).
 func (c *Core) Get(ctx context.Context, resource, id string) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, services.ToError(err)
 	}
-	r, err := c.st.GetRouted(resource, id, services.RoutedRevision(ctx, resource))
+	r, err := c.st.GetAt(resource, id, services.RoutedAuthority(ctx, resource))
 	if err != nil {
 		return store.Record{}, services.ToError(err)
 	}
@@ -135,7 +118,7 @@ func (c *Core) List(ctx context.Context, resource, kind string, afterCreated int
 	if err := ctx.Err(); err != nil {
 		return nil, services.ToError(err)
 	}
-	recs, err := c.st.ListRouted(resource, kind, afterCreated, afterID, limit, services.RoutedRevision(ctx, resource))
+	recs, err := c.st.ListAt(resource, kind, afterCreated, afterID, limit, services.RoutedAuthority(ctx, resource))
 	if err != nil {
 		return nil, services.ToError(err)
 	}
@@ -174,7 +157,7 @@ func (c *Core) Create(ctx context.Context, d kvrouting.Decision, resource string
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, services.ToError(err)
 	}
-	r, err := c.st.PutRouted(resource, rec, true, d.Revision)
+	r, err := c.st.PutAt(resource, rec, true, d.Authority)
 	if errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrDeleted) {
 		return r, err
 	}
@@ -195,7 +178,7 @@ func (c *Core) Update(ctx context.Context, d kvrouting.Decision, op kvrouting.Op
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, services.ToError(err)
 	}
-	r, err := c.st.PutRouted(resource, rec, false, d.Revision)
+	r, err := c.st.PutAt(resource, rec, false, d.Authority)
 	if err != nil {
 		return store.Record{}, services.ToError(err)
 	}
@@ -220,34 +203,15 @@ func (c *Core) Upsert(ctx context.Context, d kvrouting.Decision, resource string
 	return store.Record{}, contract.Errorf(contract.CodeConflict, "record %q changed concurrently; retry", rec.ID)
 }
 
-// Delete deletes a record under decision d (paper 001 Table 4):
-//
-//   - Allow: the store decides by its fence, atomically: a hard-delete fence
-//     turns the delete into a tombstone, a write fence refuses it (423),
-//     otherwise the record is removed physically;
-//   - Tombstone: a tombstone is written even when the store has no fence
-//     (the routing lock alone requires it, paper 001 §4.3); an active write
-//     fence still refuses it;
-//   - Reject: 423, nothing touched.
-//
-// Errors: *contract.Error (locked, not_found, invalid, internal).
+// Delete deletes a record under decision d (paper 001 Table 4): a
+// rejecting decision is the 423 and touches nothing; otherwise the store
+// admits the delete against its own authority record joined with d's
+// (contract.Admit), in the batch that deletes: a tombstone where tombstone
+// deletes are in force (the hard-delete lock), a refusal under the write
+// fence, a physical removal otherwise. Errors: *contract.Error (locked,
+// not_found, invalid, internal).
 func (c *Core) Delete(ctx context.Context, d kvrouting.Decision, resource, id string) (store.DeleteResult, error) {
-	if err := Check(d, kvrouting.OpDelete); err != nil {
-		return store.DeleteResult{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return store.DeleteResult{}, services.ToError(err)
-	}
-	if d.Outcome == kvrouting.Tombstone {
-		res, err := c.tombstone(resource, id, d.Revision)
-		res.Tombstoned = err == nil
-		return res, err
-	}
-	res, err := c.st.DeleteRouted(resource, id, false, d.Revision)
-	if err != nil {
-		return store.DeleteResult{}, services.ToError(err)
-	}
-	return res, nil
+	return c.delete(ctx, d, resource, id, false)
 }
 
 // DeleteKeepID deletes a record under decision d like Delete, except that
@@ -256,40 +220,26 @@ func (c *Core) Delete(ctx context.Context, d kvrouting.Decision, resource, id st
 // retry). The content is stripped at once either way (paper 001 §3.2: the
 // delete is user-visible immediately, storage reclamation comes later).
 // DeleteResult.Tombstoned reports whether the migration protocol demanded
-// the tombstone (a Tombstone decision or an active hard-delete fence), not
-// merely this service's policy. Errors as Delete.
+// the tombstone, not merely this service's policy. Errors as Delete.
 func (c *Core) DeleteKeepID(ctx context.Context, d kvrouting.Decision, resource, id string) (store.DeleteResult, error) {
+	return c.delete(ctx, d, resource, id, true)
+}
+
+func (c *Core) delete(ctx context.Context, d kvrouting.Decision, resource, id string, keepID bool) (store.DeleteResult, error) {
 	if err := Check(d, kvrouting.OpDelete); err != nil {
 		return store.DeleteResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return store.DeleteResult{}, services.ToError(err)
 	}
-	res, err := c.tombstone(resource, id, d.Revision)
+	// A Tombstone decision writes a tombstone whatever the store's record
+	// says (the routing document's hard-delete lock may not have reached it
+	// yet; d.Authority, joined into it, normally brings it along).
+	res, err := c.st.DeleteAt(resource, id, keepID || d.Outcome == kvrouting.Tombstone, d.Authority)
 	if err != nil {
-		return store.DeleteResult{}, err
+		return store.DeleteResult{}, services.ToError(err)
 	}
 	res.Tombstoned = res.Tombstoned || d.Outcome == kvrouting.Tombstone
-	return res, nil
-}
-
-// tombstone writes a tombstone for the live record id unless a write fence
-// is active (then 423), in one atomic store step (store.DeleteTombstone:
-// fence check, content stripped, a new change sequence so the delta export
-// carries it, TTL index). Tombstoned in the result is true when the store's
-// hard-delete fence was active, i.e. the migration protocol itself demanded
-// the tombstone; that flag is informational only.
-func (c *Core) tombstone(resource, id string, routedRev uint64) (store.DeleteResult, error) {
-	f, err := c.st.GetFence(resource)
-	if err != nil {
-		return store.DeleteResult{}, services.ToError(err)
-	}
-	fenced := f.Active(c.clock()) && f.Level == store.FenceHardDelete
-	res, err := c.st.DeleteRouted(resource, id, true, routedRev)
-	if err != nil {
-		return store.DeleteResult{}, services.ToError(err)
-	}
-	res.Tombstoned = fenced
 	return res, nil
 }
 
@@ -301,14 +251,26 @@ func (c *Core) Participant() *Participant { return &Participant{c: c} }
 func (p *Participant) Store() *store.Store { return p.c.st }
 
 // Participant is a service's migration contract: the shared
-// services.StoreParticipant, with fence changes ordered against the
-// decision-driven tombstone path.
+// services.StoreParticipant.
 type Participant struct{ c *Core }
 
-var _ contract.Participant = (*Participant)(nil)
+var (
+	_ contract.Participant = (*Participant)(nil)
+	_ contract.Repairer    = (*Participant)(nil)
+)
 
 // Service implements contract.Participant.
 func (p *Participant) Service() string { return p.c.name }
+
+// Authorize implements contract.Participant.
+func (p *Participant) Authorize(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
+	return p.c.sp.Authorize(ctx, resource, a)
+}
+
+// Repair implements contract.Repairer (`cutover fence clear`).
+func (p *Participant) Repair(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
+	return p.c.sp.Repair(ctx, resource, a)
+}
 
 // Export implements contract.Participant.
 func (p *Participant) Export(ctx context.Context, req contract.ExportRequest) (contract.Page, error) {
@@ -316,13 +278,13 @@ func (p *Participant) Export(ctx context.Context, req contract.ExportRequest) (c
 }
 
 // Import implements contract.Participant.
-func (p *Participant) Import(ctx context.Context, page contract.Page) (contract.ImportResult, error) {
-	return p.c.sp.Import(ctx, page)
+func (p *Participant) Import(ctx context.Context, req contract.ImportRequest) (contract.ImportResult, error) {
+	return p.c.sp.Import(ctx, req)
 }
 
 // Digests implements contract.Participant.
-func (p *Participant) Digests(ctx context.Context, resource string) ([]contract.SliceDigest, error) {
-	return p.c.sp.Digests(ctx, resource)
+func (p *Participant) Digests(ctx context.Context, resource string, a contract.Authority) ([]contract.SliceDigest, error) {
+	return p.c.sp.Digests(ctx, resource, a)
 }
 
 // ReadSlice implements contract.Participant.
@@ -330,49 +292,7 @@ func (p *Participant) ReadSlice(ctx context.Context, resource string, from, to i
 	return p.c.sp.ReadSlice(ctx, resource, from, to)
 }
 
-// SetFence implements contract.Participant. It waits for a tombstone in
-// flight on the resource, so that once it returns every later delete sees
-// the fence.
-func (p *Participant) SetFence(ctx context.Context, resource string, f contract.Fence) error {
-	unlock := p.c.lock(resource)
-	defer unlock()
-	return p.c.sp.SetFence(ctx, resource, f)
-}
-
-// ClearFence implements contract.Participant.
-func (p *Participant) ClearFence(ctx context.Context, resource, token string) error {
-	unlock := p.c.lock(resource)
-	defer unlock()
-	return p.c.sp.ClearFence(ctx, resource, token)
-}
-
-// GrantImport implements contract.ImportGate.
-func (p *Participant) GrantImport(ctx context.Context, resource, token string, expiry time.Time) error {
-	return p.c.sp.GrantImport(ctx, resource, token, expiry)
-}
-
-// ResetForCopy implements contract.ImportGate.
-func (p *Participant) ResetForCopy(ctx context.Context, resource, token string) (int, error) {
-	unlock := p.c.lock(resource)
-	defer unlock()
-	return p.c.sp.ResetForCopy(ctx, resource, token)
-}
-
-// RevokeImport implements contract.ImportGate.
-func (p *Participant) RevokeImport(ctx context.Context, resource, token string) error {
-	return p.c.sp.RevokeImport(ctx, resource, token)
-}
-
-// ForceClearFence implements contract.FenceAdmin (`cutover fence clear`).
-func (p *Participant) ForceClearFence(ctx context.Context, resource string) (contract.Fence, error) {
-	unlock := p.c.lock(resource)
-	defer unlock()
-	return p.c.sp.ForceClearFence(ctx, resource)
-}
-
 // Cleanup implements contract.Participant.
-func (p *Participant) Cleanup(ctx context.Context, resource string) (int, error) {
-	unlock := p.c.lock(resource)
-	defer unlock()
-	return p.c.sp.Cleanup(ctx, resource)
+func (p *Participant) Cleanup(ctx context.Context, resource string, a contract.Authority) (int, error) {
+	return p.c.sp.Cleanup(ctx, resource, a)
 }

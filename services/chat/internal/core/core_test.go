@@ -137,27 +137,27 @@ func TestTombstoneWithoutFence(t *testing.T) {
 	}
 }
 
-// TestTombstoneFences: the store's fence still rules the decision path: a
-// write fence refuses, a hard-delete fence is reported.
+// TestTombstoneFences: the store's authority still rules the decision
+// path: the write fence refuses, tombstone deletes are reported.
 func TestTombstoneFences(t *testing.T) {
 	c := newCore(t)
 	ctx := context.Background()
 	p := c.Participant()
 	mustCreate(t, c, "a")
 	mustCreate(t, c, "b")
-	if err := p.SetFence(ctx, res, store.Fence{Level: store.FenceHardDelete, Token: "t", Expiry: time.Now().Add(time.Hour)}); err != nil {
+	if _, err := p.Authorize(ctx, res, contract.Authority{Rev: 1, Deletes: contract.DeletesTombstone, Until: contract.UntilOf(time.Now().Add(time.Hour))}); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := c.DeleteKeepID(ctx, allow, res, "a"); err != nil || !r.Tombstoned {
 		t.Fatalf("DeleteKeepID under a hard-delete fence: %+v, %v", r, err)
 	}
-	if err := p.SetFence(ctx, res, store.Fence{Level: store.FenceWrite, Token: "t", Expiry: time.Now().Add(time.Hour)}); err != nil {
+	if _, err := p.Authorize(ctx, res, contract.Authority{Rev: 2, Role: contract.RoleExporting, Until: contract.UntilOf(time.Now().Add(time.Hour))}); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []kvrouting.Decision{allow, tombstone} {
 		_, err := c.Delete(ctx, d, res, "b")
 		e := services.ToError(err)
-		if e == nil || e.Code != contract.CodeLocked || e.RetryAfter <= 0 || e.RetryAfter > kvrouting.ExpectedWriteLock || e.Lock != "fence write" || strings.Contains(e.Message, "store:") {
+		if e == nil || e.Code != contract.CodeLocked || e.RetryAfter <= 0 || e.RetryAfter > contract.MaxRetryAfter || e.Lock != contract.LockWriteFence || strings.Contains(e.Message, "store:") {
 			t.Fatalf("delete (%s) under a write fence: %+v", d.Outcome, e)
 		}
 		if _, err := c.DeleteKeepID(ctx, d, res, "b"); code(err) != contract.CodeLocked {
@@ -169,7 +169,7 @@ func TestTombstoneFences(t *testing.T) {
 	}
 }
 
-// TestTombstoneRacesWriteFence: once SetFence(write) has returned, no
+// TestTombstoneRacesWriteFence: once the write fence is installed, no
 // decision-path tombstone commits any more, so the delta export that the
 // orchestrator starts next sees every tombstone that was acknowledged.
 func TestTombstoneRacesWriteFence(t *testing.T) {
@@ -202,8 +202,8 @@ func TestTombstoneRacesWriteFence(t *testing.T) {
 		}
 		wg.Go(func() {
 			time.Sleep(time.Duration(round%5) * 100 * time.Microsecond)
-			if err := c.Participant().SetFence(ctx, res, store.Fence{Level: store.FenceWrite, Token: "t", Expiry: time.Now().Add(time.Hour)}); err != nil {
-				t.Errorf("SetFence: %v", err)
+			if _, err := c.Participant().Authorize(ctx, res, contract.Authority{Rev: 1, Role: contract.RoleExporting, Until: contract.UntilOf(time.Now().Add(time.Hour))}); err != nil {
+				t.Errorf("Authorize: %v", err)
 			}
 			seq, _ := c.st.SyncToken(res)
 			mu.Lock()

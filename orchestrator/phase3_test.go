@@ -1,0 +1,182 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/store"
+)
+
+// countingDirectory counts the contract requests made at each region while
+// window is set, by operation; sealed counts import requests that sealed.
+type countingDirectory struct {
+	Directory
+	window atomic.Bool
+	mu     sync.Mutex
+	calls  map[string]int // "region op" → requests
+}
+
+func (d *countingDirectory) count(region, op string) {
+	if !d.window.Load() {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls[region+" "+op]++
+}
+
+func (d *countingDirectory) snapshot() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range d.calls {
+		out[k] = v
+	}
+	return out
+}
+
+func (d *countingDirectory) Endpoints(ctx context.Context, region, kind string) ([]Endpoint, error) {
+	eps, err := d.Directory.Endpoints(ctx, region, kind)
+	for i, ep := range eps {
+		eps[i] = countingEndpoint{Endpoint: ep, d: d}
+	}
+	return eps, err
+}
+
+type countingEndpoint struct {
+	Endpoint
+	d *countingDirectory
+}
+
+func (e countingEndpoint) Export(ctx context.Context, id string, r contract.ExportRequest) (PageInfo, error) {
+	e.d.count(e.Region(), "export")
+	return e.Endpoint.Export(ctx, id, r)
+}
+
+func (e countingEndpoint) Import(ctx context.Context, id string, p PageInfo) (contract.ImportResult, error) {
+	op := "import"
+	if p.Digests {
+		op = "import+digests"
+	}
+	e.d.count(e.Region(), op)
+	return e.Endpoint.Import(ctx, id, p)
+}
+
+func (e countingEndpoint) Digests(ctx context.Context, res string, a contract.Authority) ([]contract.SliceDigest, error) {
+	e.d.count(e.Region(), "digests")
+	return e.Endpoint.Digests(ctx, res, a)
+}
+
+func (e countingEndpoint) Authorize(ctx context.Context, res string, a contract.Authority) (contract.Authority, error) {
+	e.d.count(e.Region(), "authority")
+	return e.Endpoint.Authorize(ctx, res, a)
+}
+
+func (e countingEndpoint) Cleanup(ctx context.Context, res string, a contract.Authority) (int, error) {
+	e.d.count(e.Region(), "cleanup")
+	return e.Endpoint.Cleanup(ctx, res, a)
+}
+
+// migrateWith moves res to eu with one worker on cfg and checks that it
+// completed and moved; it returns the final state and the history.
+func (e *env) migrateWith(cfg Config, res string) (*events.State, []*events.Envelope) {
+	e.t.Helper()
+	e.startWorker(cfg)
+	id := e.migrateDone(res, "eu")
+	e.assertMigrated(res)
+	h := e.history(id)
+	return h[len(h)-1].State, h
+}
+
+// writeAtSource puts one more record of svc at the source, as a user write
+// between the historical copy and the write lock would (the delta), and
+// returns it as stored.
+func (e *env) writeAtSource(res, svc, id string) store.Record {
+	e.t.Helper()
+	rec := store.Record{ID: id, Kind: "msg", CreatedAt: time.Now().UnixNano(), Data: []byte("late " + id)}
+	stored, err := e.stores["us"][svc].Put(res, rec, true)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return stored
+}
+
+// From the write lock to the swap the target is reached ONCE per service
+// — the request that imports the last delta page (or, with no delta, one
+// of its own) answers with the target's digests — and the source only for
+// its digests: its first delta page came in the step that took the write
+// lock. After the swap, in the same step, each region is told its
+// authority once. The write-blocked window (WriteLockedAt → SwappedAt) ends
+// at the swap's commit, before those.
+func TestPhase3ReachesTheTargetOnce(t *testing.T) {
+	for _, delta := range []bool{false, true} {
+		t.Run(fmt.Sprintf("delta=%v", delta), func(t *testing.T) {
+			e := mustEnv(t)
+			const res = "conv/once"
+			e.seed(res, 5)
+			d := &countingDirectory{Directory: e.dir, calls: map[string]int{}}
+			cfg := e.config()
+			cfg.Directory = d
+			cfg.AfterAppend = func(env *events.Envelope) error {
+				switch env.Type {
+				case events.TypePagesCopied:
+					if delta {
+						e.writeAtSource(res, "messages", "late-1")
+					}
+				case events.TypeWriteLocked:
+					d.window.Store(true)
+				case events.TypeSwapped:
+					d.window.Store(false)
+				}
+				return nil
+			}
+			st, h := e.migrateWith(cfg, res)
+			if !equalTypes(h[1:], happyTypes) {
+				t.Fatalf("events %v, want requested, then %v", types(h), happyTypes)
+			}
+			got := d.snapshot()
+			n := len(testServices)
+			want := map[string]int{"eu import+digests": n, "eu authority": n, "us digests": n, "us authority": n}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("requests from the write lock to the Swapped event: %v; want %v", got, want)
+			}
+			var swapped *events.Envelope
+			for _, ev := range h {
+				if ev.Type == events.TypeSwapped {
+					swapped = ev
+				}
+			}
+			b, _ := events.BodyAs[events.Swapped](swapped)
+			if b.At.IsZero() || b.At.After(swapped.Time) || !st.SwappedAt.Equal(b.At.UTC()) || st.SwappedAt.Before(st.WriteLockedAt) {
+				t.Fatalf("swap committed at %v, event at %v; state: write lock %v, swapped %v", b.At, swapped.Time, st.WriteLockedAt, st.SwappedAt)
+			}
+		})
+	}
+}
+
+func firstFailedValidation(h []*events.Envelope) (events.Validated, bool) {
+	for _, ev := range h {
+		if v, ok := events.BodyAs[events.Validated](ev); ok && !v.OK {
+			return v, true
+		}
+	}
+	return events.Validated{}, false
+}
+
+func types(h []*events.Envelope) []string {
+	out := make([]string, len(h))
+	for i, ev := range h {
+		out[i] = ev.Type
+	}
+	return out
+}
+
+func equalTypes(h []*events.Envelope, want []string) bool {
+	return fmt.Sprint(types(h)) == fmt.Sprint(want)
+}
