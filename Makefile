@@ -1,12 +1,12 @@
 GO ?= go
 # Packages with concurrency run under the race detector; everything runs with a deadline.
-# `make model-full` checks the larger freshness scope (docs/verification.md).
+# `make model-full` checks the larger authority scopes (docs/verification.md).
 TEST_TIMEOUT ?= 9m
 
 .PHONY: test demo build vet bench model-full
 
 model-full:
-	CUTOVER_MODEL_FULL=1 $(GO) test -count=1 -timeout 20m -run 'TestExploreFreshness' -v ./kvrouting/model
+	CUTOVER_MODEL_FULL=1 $(GO) test -count=1 -timeout 20m -run 'TestExploreAuthority' -v ./kvrouting/model
 
 # The model checks (kvrouting/model) are pure computation with no
 # goroutines: they run without the race detector, which would only slow

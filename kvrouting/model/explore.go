@@ -9,9 +9,6 @@ import "fmt"
 func Explore(cfg Config) Result {
 	cfg.ensureDefaults()
 	init := State{Store: doc{Rev: 1, Primary: regS}}
-	if cfg.Data {
-		init.D.S = 1 // the record exists at the source
-	}
 	n, fs := search(init, cfg.StopAtFirst, func(s State) string { return checkState(&cfg, s) },
 		func(s State, emit func(string, State, string)) { successors(&cfg, s, emit) },
 		func(s State) State { return normalize(&cfg, s) })
@@ -47,9 +44,6 @@ func checkState(cfg *Config, s State) string {
 	if d.SwappedBy != 0 && d.Primary != regT {
 		return "atomic cutover: locks released with the source primary after a swap"
 	}
-	if x := s.D; x.Deleted && ((d.Primary == regS && x.S == 1) || (d.Primary == regT && x.T == 1)) {
-		return "no resurrection: a record whose delete was acknowledged is present at the primary"
-	}
 	return ""
 }
 
@@ -71,9 +65,6 @@ func margin(cfg *Config) int {
 	}
 	return 0
 }
-
-// retired reports whether tok's grant was revoked.
-func retired(x data, tok uint8) bool { return x.Retired&(1<<tok) != 0 }
 
 func tokenOf(cfg *Config, i int, crashes uint8) uint8 {
 	return uint8(i)*(cfg.MaxCrashes+1) + crashes + 1
@@ -103,9 +94,6 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 		name := func(a string) string { return fmt.Sprintf("o%d %s", i, a) }
 		own, m := ownNow(cfg, i, now), margin(cfg)
 		if o.Phase == phDone {
-			if o.Cleanup {
-				cleanup(cfg, s, i, emit)
-			}
 			continue
 		}
 		// A (possibly stale) orchestrator re-reads the leader.
@@ -140,14 +128,7 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			if o.Rev == s.Store.Rev {
 				no := o
 				no.Phase = phDone
-				n := s
-				if cfg.Data && o.Phase >= phHD {
-					// The rollback of a copy: its grant revoked (its
-					// token retired), its target cleanup due.
-					n.D = revoke(n.D, o.Tok)
-					no.Cleanup = true
-				}
-				emit(name("gives up: "+why), set(n, no), "")
+				emit(name("gives up: "+why), set(s, no), "")
 			}
 		}
 		d := s.Store
@@ -211,11 +192,13 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			no.Phase, no.Exp = phWrite, nd.LExp
 			cas("escalate write", s, nd, no, o.Tok)
 		case phWrite:
-			// Contract call: fence the source with the lock's token and
-			// expiry. The source refuses to replace an unexpired fence of
-			// another token (a paused, stale holder must not overwrite the
-			// current holder's fence), and the orchestrator fences only
-			// while it still holds the write lock.
+			// The first delta export installs the source's exporting
+			// authority: the write fence, until the lock's expiry (plus
+			// the skew margin). The source refuses to replace another
+			// holder's unexpired fence (contract.Join: a stale holder's
+			// older revision never overwrites the current one's), and the
+			// orchestrator fences only while it still holds the write
+			// lock.
 			other := s.FenceTok != 0 && s.FenceTok != o.Tok && (now < s.FenceExp || s.FenceTok == d.SwappedBy)
 			if other || own >= int(o.Exp)-m {
 				no := o
@@ -226,7 +209,7 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			no := o
 			no.Phase = phFenced
 			n := set(s, no)
-			n.FenceTok, n.FenceExp = o.Tok, o.Exp+uint8(m) // contract.FenceFor: expiry + skew
+			n.FenceTok, n.FenceExp = o.Tok, o.Exp+uint8(m) // contract.UntilOf: expiry + skew
 			if cfg.Variant == FenceExpiresEarly && o.Exp > now+1 {
 				n.FenceExp = o.Exp - 1 // BROKEN: the fence lapses before the lock
 			}
@@ -237,15 +220,8 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 				ok = d.LType == lockWrite && now < d.LExp // BROKEN: any holder's lock
 			}
 			if !ok {
-				if cfg.Data && o.Rev == d.Rev {
-					lockLost(cfg, s, i, emit)
-					break
-				}
 				giveUp("lock lost")
 				break
-			}
-			if cfg.Data && !o.Validated {
-				break // paper 001 §4.1.4: no swap before a validation
 			}
 			nd := d
 			nd.Primary, nd.LType, nd.LTok, nd.LNB, nd.LExp, nd.PreExp = regT, lockNone, 0, 0, 0, 0
@@ -253,18 +229,6 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			no := o
 			no.Phase = phDone
 			cas("swap", s, nd, no, o.Tok)
-			if cfg.Data && o.Rev == d.Rev {
-				// The swap commits but its reply (or its Swapped event) is
-				// lost: the orchestrator still believes it must swap and
-				// replays from a re-read (issue 14 #2).
-				n := s
-				nd.Rev = d.Rev + 1
-				n.Store = nd
-				emit(name("swap (reply lost)"), n, "")
-			}
-		}
-		if cfg.Data {
-			copySteps(cfg, s, i, own, m, emit)
 		}
 		// Rollback: release needs the token, not an unexpired lock.
 		if o.Phase >= phPre && o.Phase <= phFenced && o.Rev == d.Rev {
@@ -283,21 +247,11 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 				if s.FenceTok == o.Tok { // the fence is cleared on rollback
 					base.FenceTok, base.FenceExp = 0, 0
 				}
-				if cfg.Data {
-					base.D = revoke(base.D, o.Tok)
-					no.Cleanup = o.Phase >= phHD
-				}
 				cas("release", base, nd, no, o.Tok)
 			}
 		}
 	}
 
-	if cfg.NoWrites {
-		if cfg.Data {
-			dataSteps(cfg, s, emit)
-		}
-		return
-	}
 	// Cache tiers refresh from the store whenever they like.
 	for k := range s.Tiers {
 		t := tier{Valid: true, Fetched: now, Copy: s.Store}
@@ -363,9 +317,6 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 		}
 		emit(label, n, inv)
 	}
-	if cfg.Data {
-		dataSteps(cfg, s, emit)
-	}
 }
 
 // normalize merges states that no future step can tell apart: a tier copy
@@ -382,18 +333,8 @@ func normalize(cfg *Config, s State) State {
 	}
 	for i, o := range s.O {
 		if o.Phase == phDone {
-			s.O[i] = orch{Phase: phDone, Crashes: o.Crashes, Cleanup: o.Cleanup, Tok: tokIf(o.Cleanup, o.Tok)}
+			s.O[i] = orch{Phase: phDone, Crashes: o.Crashes}
 		}
 	}
-	if s.D.Grant != 0 && s.Clock >= s.D.GrantExp {
-		s.D.Grant, s.D.GrantExp = 0, 0 // an expired grant is as good as none
-	}
 	return s
-}
-
-func tokIf(keep bool, tok uint8) uint8 {
-	if keep {
-		return tok
-	}
-	return 0
 }

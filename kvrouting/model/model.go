@@ -2,10 +2,12 @@
 // lock protocol (paper 000 §3–§5.4, paper 001 §4.6): every lock mutation is a
 // compare-and-swap on (token, revision) exactly as kvrouting does it, cache
 // tiers serve possibly stale copies but read through on an active lock, a
-// client writes at the region it resolved, and the orchestrator's write fence
-// at the source is checked atomically by that write. Explore enumerates every
-// reachable state of a small scope breadth-first and checks the invariants in
-// each; see docs/verification.md.
+// client writes at the region it resolved, and the source's write fence (its
+// exporting authority, contract 2.0) is checked atomically by that write.
+// Explore enumerates every reachable state of a small scope breadth-first and
+// checks the invariants in each. ExploreAuthority (authority.go) takes this
+// protocol as given and checks the data: what the stores do with the
+// authorities their requests carry. See docs/verification.md.
 package model
 
 import (
@@ -37,30 +39,13 @@ const (
 	// write lock: a client write then lands at the source after the final
 	// export and is lost at the swap, with no fence and no swap in sight.
 	FenceExpiresEarly
-	// UngatedImport applies every import at the target, whatever its
-	// grant (Config.Data): a late import after the swap brings back a
-	// record a user deleted at the new primary.
-	UngatedImport
-	// UnguardedCleanup cleans the target up on a rollback without reading
-	// routing first (Config.Data): a late cleanup deletes the data of a
-	// target in flight or of the new primary.
-	UnguardedCleanup
-	// LostSwapEvent recognises a swap only from the swap's own reply: an
-	// orchestrator whose reply was lost replays, finds its lock gone, does
-	// not consult the document's record of the swap (LastSwap), and rolls
-	// back — clearing the source's post-swap fence (Config.Data).
-	LostSwapEvent
 	// NoSkewMargin drops the skew margin from the holders' and takers'
 	// rules while one orchestrator's clock lags by a tick (Config.Skew).
 	NoSkewMargin
-	// GrantIgnoresRetired lets the grant an import request carries reopen
-	// a retired token (Config.Data): a late import of a sealed or rolled
-	// back attempt lands at the target.
-	GrantIgnoresRetired
 )
 
 var variantNames = [...]string{"correct", "swap-ignores-token", "no-fence", "cache-serves-locked", "fence-expires-early",
-	"ungated-import", "unguarded-cleanup", "lost-swap-event", "no-skew-margin", "grant-ignores-retired"}
+	"no-skew-margin"}
 
 // String returns the variant's name.
 func (v Variant) String() string { return variantNames[v] }
@@ -82,13 +67,6 @@ type Config struct {
 	PreLease, HardDeleteLease, WriteLease uint8
 	// StopAtFirst ends the search at the first violation.
 	StopAtFirst bool
-	// Data adds the resource's data (one record at the source and the
-	// target), the import grant at the target, one import in flight that
-	// may land late, physical deletes at the primary (MaxDeletes), the
-	// target cleanup of a rollback, and swaps whose reply is lost.
-	Data bool
-	// MaxDeletes bounds the client's deletes (Data; default 1).
-	MaxDeletes uint8
 	// FenceConvergence drops the convergence wait: the hard-delete lock
 	// may follow the pre-lock at once, while cache tiers still serve
 	// copies fetched before it for up to their TTL (issue 15 #1).
@@ -96,10 +74,6 @@ type Config struct {
 	// Renewals lets a hard-delete holder renew its lock (up to the parent
 	// pre-lock lease).
 	Renewals bool
-	// NoWrites leaves out the client's writes and the cache tiers they
-	// resolve through (the data and skew scopes check other things; the
-	// default scope checks those).
-	NoWrites bool
 	// Skew makes orchestrator 0's clock lag the store's by one tick, and
 	// the protocol allow for it: a holder stops one tick early, a taker
 	// treats a lock as held one tick past its expiry (paper 000 §4.1,
@@ -110,17 +84,6 @@ type Config struct {
 // DefaultConfig is the scope the tests and docs/verification.md report.
 func DefaultConfig() Config {
 	return Config{MaxClock: 4, MaxCrashes: 1, MaxWrites: 2, TTL: 1, PreLease: 2, HardDeleteLease: 2, WriteLease: 2}
-}
-
-// DataConfig is the data scope the tests and docs/verification.md report:
-// the data layer (imports, grants, late imports, physical deletes,
-// cleanups, lost swap replies), hard-delete renewals and a clock skew of
-// one tick within the margin; no client writes (DefaultConfig checks
-// those). Leases are longer so that a holder stopping a tick early still
-// gets through: pre-lock 5, hard-delete 3, write 3, clock 0..7.
-func DataConfig() Config {
-	return Config{Data: true, NoWrites: true, Renewals: true, Skew: true, MaxCrashes: 1, MaxClock: 7,
-		MaxWrites: 1, TTL: 1, PreLease: 5, HardDeleteLease: 3, WriteLease: 3, MaxDeletes: 1}
 }
 
 // SkewConfig is the skew scope: DefaultConfig's client write through the
@@ -160,9 +123,6 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.WriteLease == 0 {
 		c.WriteLease = d.WriteLease
-	}
-	if c.Data && c.MaxDeletes == 0 {
-		c.MaxDeletes = 1
 	}
 }
 
@@ -209,36 +169,6 @@ var phaseNames = [...]string{"idle", "pre", "hd", "write", "fenced", "done"}
 
 type orch struct {
 	Phase, Tok, Rev, Exp, NB, Crashes uint8
-	// Data: Validated is set by a validation that found the target equal
-	// to the source after revoking the grant (the swap needs it); Cleanup
-	// marks a rolled-back orchestrator whose target cleanup is still due.
-	Validated, Cleanup bool
-}
-
-// imp is an import request in flight to the target: the page an export
-// read (Val) under token Tok. It may land at any later time, or never.
-type imp struct {
-	Valid    bool
-	Tok, Val uint8
-	// Exp is the grant the request carries (PageInfo.GrantUntil): it
-	// grants its own token until then as it lands, unless the token is
-	// retired (contract.ApplyImport).
-	Exp uint8
-}
-
-// data is the resource's data and the target's import gate (Config.Data).
-type data struct {
-	// S and T are the record at the source and at the target: 0 absent
-	// (never written, deleted, or a tombstone), 1 present.
-	S, T uint8
-	// Deleted: a user's delete of the record was acknowledged.
-	Deleted bool
-	Deletes uint8
-	// Grant is the token holding the target's import grant and GrantExp
-	// its expiry (the holder's lock expiry); Retired the revoked tokens (a
-	// bit per token).
-	Grant, GrantExp, Retired uint8
-	Imp                      imp
 }
 
 // tier is a cache tier's copy (Valid == false: empty).
@@ -264,7 +194,6 @@ type State struct {
 	O        [2]orch
 	Tiers    [2]tier
 	C        client
-	D        data
 }
 
 func (s State) String() string {
@@ -282,10 +211,6 @@ func (s State) String() string {
 	}
 	fmt.Fprintf(&b, " client{writes=%d pending=%v region=%s allowed=%v}",
 		s.C.Writes, s.C.Pending, "ST"[s.C.Region:s.C.Region+1], s.C.Allowed)
-	if d := s.D; d != (data{}) {
-		fmt.Fprintf(&b, " data{S=%d T=%d deleted=%v grant=%d/%d retired=%b import=%v/%d/%d}",
-			d.S, d.T, d.Deleted, d.Grant, d.GrantExp, d.Retired, d.Imp.Valid, d.Imp.Tok, d.Imp.Val)
-	}
 	return b.String()
 }
 
