@@ -490,8 +490,18 @@ func TestAlertRules(t *testing.T) {
 }
 
 // TestCheckConfig: --check-config validates a role's flags without
-// starting it (nothing listens, nothing connects).
+// starting it (nothing listens, nothing connects, no file is read).
 func TestCheckConfig(t *testing.T) {
+	dev := "--insecure-dev-auth"
+	creds := []string{"--nats-user", "o", "--nats-password-file", "/x/pw", "--nats-ca", "/x/ca.pem"}
+	tokens := []string{"--auth-secret-file", "/x/auth", "--service-secret-file", "/x/svc"}
+	with := func(args []string, extra ...[]string) []string {
+		out := slices.Clone(args)
+		for _, e := range extra {
+			out = append(out, e...)
+		}
+		return out
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -500,26 +510,40 @@ func TestCheckConfig(t *testing.T) {
 		{[]string{"nats", "--routes", "nats-route://127.0.0.1:6223"}, 2},
 		{[]string{"nats", "--route-tls", "--cluster-name", "c"}, 2},
 		{[]string{"nats", "--tls-cert", "c.pem"}, 2},
-		{[]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, 0},
-		{[]string{"service", "--region", "EU"}, 2},
-		{[]string{"service", "--region", "eu-west", "--sweep-interval", "-1s"}, 2},
-		{[]string{"orchestrator", "--workers", "0"}, 2},
-		{[]string{"orchestrator", "--api", "ftp://x"}, 2},
-		{[]string{"orchestrator", "--nats-user", "orchestrator"}, 2},
-		{[]string{"orchestrator", "--nats-cert", "c.pem"}, 2},
-		{[]string{"orchestrator", "--nats-user", "o", "--nats-password", "p", "--nats-ca", "/x/ca.pem"}, 0},
-		{[]string{"projector", "--http", "nope"}, 2},
-		{[]string{"projector", "--log-level", "loud"}, 2},
-		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0"}, 0},
-		// A supercluster's roles as separate processes (issue 16).
-		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0", "--placement", "home=us-east,pages=eu-west", "--region-nats", "eu-west=nats://127.0.0.1:4223"}, 0},
-		{[]string{"gateway", "--regions", "us-east,eu-west", "--region-nats", "ap-south=nats://127.0.0.1:4223"}, 2},
-		{[]string{"gateway", "--regions", "us-east,eu-west", "--region-nats", "eu-west"}, 2},
-		{[]string{"orchestrator", "--placement", "home=us-east"}, 0},
-		{[]string{"orchestrator", "--placement", "pages=eu-west"}, 2},
-		{[]string{"orchestrator", "--placement", "home=US East"}, 2},
-		{[]string{"service", "--region", "eu-west", "--placement", "home=us-east,pages=eu-west,tier=x"}, 2},
-		{[]string{"projector", "--placement", "home=us-east"}, 0},
+		{[]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1", dev}, 0},
+		{with([]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, creds), 0},
+		{[]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, 2}, // no credentials
+		{[]string{"service", "--region", "EU", dev}, 2},
+		{[]string{"service", "--region", "eu-west", "--sweep-interval", "-1s", dev}, 2},
+		{[]string{"orchestrator", "--workers", "0", dev}, 2},
+		{[]string{"orchestrator", "--api", "ftp://x", dev}, 2},
+		{[]string{"orchestrator", "--nats-user", "orchestrator"}, 2},                                // no password source
+		{[]string{"orchestrator", "--nats-user", "o", "--nats-password", "p", "--nats-ca", "x"}, 2}, // password on argv
+		{[]string{"orchestrator", "--nats-cert", "c.pem", dev}, 2},
+		{with([]string{"orchestrator"}, creds), 0},
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080"}, creds), 2}, // --api without the service secret
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret-file", "/x/svc"}, creds), 0},
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret", "s"}, creds), 2},
+		{[]string{"projector", "--http", "nope", dev}, 2},
+		{[]string{"projector", "--log-level", "loud", dev}, 2},
+		{with([]string{"projector"}, creds), 2}, // no token secret
+		{with([]string{"projector"}, creds, tokens), 0},
+		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0", dev}, 0},
+		{with([]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0"}, creds, tokens), 0},
+		{with([]string{"gateway", "--http", "127.0.0.1:0", "--auth-secret", "s0123456789abcdef"}, creds, tokens[2:]), 2},
+		// A supercluster's roles as separate processes.
+		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0", "--placement", "home=us-east,pages=eu-west", "--region-nats", "eu-west=nats://127.0.0.1:4223", dev}, 0},
+		{[]string{"gateway", "--regions", "us-east,eu-west", "--region-nats", "ap-south=nats://127.0.0.1:4223", dev}, 2},
+		{[]string{"gateway", "--regions", "us-east,eu-west", "--region-nats", "eu-west", dev}, 2},
+		{[]string{"orchestrator", "--placement", "home=us-east", dev}, 0},
+		{[]string{"orchestrator", "--placement", "pages=eu-west", dev}, 2},
+		{[]string{"orchestrator", "--placement", "home=US East", dev}, 2},
+		{[]string{"service", "--region", "eu-west", "--placement", "home=us-east,pages=eu-west,tier=x", dev}, 2},
+		{[]string{"projector", "--placement", "home=us-east", dev}, 0},
+		{with([]string{"provision", "--regions", "us-east,eu-west"}, creds), 0},
+		{[]string{"provision", "--regions", "US"}, 2},
+		{[]string{"certs", "--dir", "/x/certs"}, 0},
+		{[]string{"certs"}, 2},
 		{[]string{"health", "--http", "http://127.0.0.1:1/"}, 0},
 		{[]string{"health"}, 2},
 	} {
@@ -527,6 +551,53 @@ func TestCheckConfig(t *testing.T) {
 		code := Run(context.Background(), append(slices.Clone(c.args), "--check-config"), &out, &errs)
 		if code != c.code {
 			t.Errorf("%v: exit %d, want %d: %s%s", c.args, code, c.code, out.String(), errs.String())
+		}
+	}
+}
+
+// TestSecureByDefault: the long-running roles refuse to start without
+// real credentials, naming --insecure-dev-auth; with it they start (here:
+// --check-config exits 0) and warn. A secret on the command line is
+// refused, naming the environment variable and the file flag to use.
+func TestSecureByDefault(t *testing.T) {
+	for _, role := range [][]string{{"gateway"}, {"service", "--region", "us-east"}, {"orchestrator"}, {"projector"}} {
+		var out, errs bytes.Buffer
+		code := Run(context.Background(), append(slices.Clone(role), "--check-config"), &out, &errs)
+		if code == 0 || !strings.Contains(errs.String(), "--insecure-dev-auth") || strings.Contains(out.String(), "configuration OK") {
+			t.Errorf("%s without credentials: exit %d: %s%s", role[0], code, out.String(), errs.String())
+		}
+		out.Reset()
+		errs.Reset()
+		code = Run(context.Background(), append(slices.Clone(role), "--insecure-dev-auth", "--check-config"), &out, &errs)
+		if code != 0 || !strings.Contains(out.String(), "configuration OK") || !strings.Contains(errs.String(), "WARNING") {
+			t.Errorf("%s --insecure-dev-auth: exit %d: %s%s", role[0], code, out.String(), errs.String())
+		}
+	}
+	// The gateway with NATS credentials but no token secret still refuses.
+	code, _, errs := run(t, "gateway", "--nats-user", "g", "--nats-password-file", "/x", "--check-config")
+	if code == 0 || !strings.Contains(errs, "--insecure-dev-auth") || !strings.Contains(errs, "CUTOVER_AUTH_SECRET") {
+		t.Errorf("gateway without a token secret: exit %d: %s", code, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		env  string
+	}{
+		{[]string{"gateway", "--insecure-dev-auth", "--service-secret", "x"}, "CUTOVER_SERVICE_SECRET"},
+		{[]string{"gateway", "--insecure-dev-auth", "--auth-secret", "x"}, "CUTOVER_AUTH_SECRET"},
+		{[]string{"projector", "--insecure-dev-auth", "--auth-secret", "x"}, "CUTOVER_AUTH_SECRET"},
+		{[]string{"orchestrator", "--insecure-dev-auth", "--service-secret", "x"}, "CUTOVER_SERVICE_SECRET"},
+		{[]string{"service", "--region", "us-east", "--nats-user", "s", "--nats-password", "x"}, "CUTOVER_NATS_PASSWORD"},
+		{[]string{"health", "--nats", "nats://127.0.0.1:1", "--nats-user", "h", "--nats-password", "x"}, "CUTOVER_NATS_PASSWORD"},
+		{[]string{"provision", "--nats-user", "admin", "--nats-password", "x"}, "CUTOVER_NATS_PASSWORD"},
+		{[]string{"token", "--user", "u", "--secret", "0123456789abcdef0123"}, "CUTOVER_AUTH_SECRET"},
+	} {
+		args := slices.Clone(c.args)
+		if args[0] != "token" {
+			args = append(args, "--check-config")
+		}
+		code, out, errs := run(t, args...)
+		if code != 2 || !strings.Contains(errs, "$"+c.env) || !strings.Contains(errs, "-file") || strings.Contains(out, "OK") {
+			t.Errorf("%v: exit %d: %s%s; want 2 naming $%s and the file flag", c.args, code, out, errs, c.env)
 		}
 	}
 }
