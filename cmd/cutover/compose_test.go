@@ -300,6 +300,12 @@ func TestComposeFile(t *testing.T) {
 	}
 	var refs []ref
 	roles := map[string]int{}
+	oneShots := map[string]string{}
+	// What `cutover certs` writes, to check the files the services name.
+	certsDir := t.TempDir()
+	if code, _, errs := run(t, "certs", "--dir", certsDir, "--regions", "us-east,eu-west"); code != 0 {
+		t.Fatalf("cutover certs: %s", errs)
+	}
 	names := make([]string, 0, len(services))
 	for n := range services {
 		names = append(names, n)
@@ -318,7 +324,7 @@ func TestComposeFile(t *testing.T) {
 		if _, ok := svc["ports"]; ok {
 			t.Errorf("%s: published ports are meaningless on the host network", name)
 		}
-		for _, d := range strListOpt(t, name+".depends_on", svc["depends_on"]) {
+		for _, d := range dependsOn(t, name, svc["depends_on"]) {
 			if _, ok := services[d]; !ok || d == name {
 				t.Errorf("%s: depends_on %q: no such service", name, d)
 			}
@@ -355,6 +361,11 @@ func TestComposeFile(t *testing.T) {
 		var out, errs bytes.Buffer
 		if code := Run(context.Background(), append(slices.Clone(cmd), "--check-config"), &out, &errs); code != 0 || !strings.Contains(out.String(), "configuration OK") {
 			t.Errorf("%s: `cutover %s --check-config` exit %d: %s%s", name, strings.Join(cmd, " "), code, out.String(), errs.String())
+		}
+		secured(t, name, cmd, svc, certsDir)
+		if role == "certs" || role == "provision" {
+			oneShots[role] = name
+			continue // one-shot: no health check, no listener
 		}
 		switch role {
 		case "nats":
@@ -397,6 +408,9 @@ func TestComposeFile(t *testing.T) {
 		if code := Run(context.Background(), append(slices.Clone(test[2:]), "--check-config"), &hout, &herrs); code != 0 {
 			t.Errorf("%s: healthcheck %v: exit %d: %s", name, test[2:], code, herrs.String())
 		}
+		if _, ok := flagValue(test, "nats"); ok {
+			secured(t, name+" healthcheck", append([]string{"service"}, test[3:]...), svc, certsDir)
+		}
 		if h, ok := flagValue(test, "http"); ok {
 			refs = append(refs, ref{name, "", "healthcheck", urlPort(t, name, h)})
 		}
@@ -422,8 +436,29 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("volume %q declared but unused", v)
 		}
 	}
-	if roles["nats"] != 3 || roles["orchestrator"] < 2 || roles["gateway"] != 1 || roles["projector"] != 1 {
-		t.Errorf("topology %v: want 3 nats, >= 2 orchestrators, a gateway and a projector (as make cluster-test)", roles)
+	if roles["nats"] != 3 || roles["orchestrator"] < 2 || roles["gateway"] != 1 || roles["projector"] != 1 || roles["certs"] != 1 || roles["provision"] != 1 {
+		t.Errorf("topology %v: want certs, 3 nats, provision, >= 2 orchestrators, a gateway and a projector (as make cluster-test)", roles)
+	}
+	// Order: the nats nodes start once the certificates exist, the roles
+	// once the admin has provisioned the streams (transitively).
+	for _, name := range names {
+		svc := services[name].(map[string]any)
+		cmd, _ := svc["command"].([]any)
+		if len(cmd) == 0 || !strings.HasPrefix(fmt.Sprint(svc["image"]), "cutover:") {
+			continue
+		}
+		var want string
+		switch cmd[0] {
+		case "nats":
+			want = oneShots["certs"]
+		case "gateway", "orchestrator", "projector", "service":
+			want = oneShots["provision"]
+		default:
+			continue
+		}
+		if !dependsOnTransitively(t, services, name, want) {
+			t.Errorf("%s does not depend on %s", name, want)
+		}
 	}
 
 	// Prometheus scrapes what the services serve.
@@ -448,6 +483,102 @@ func TestComposeFile(t *testing.T) {
 	users := regexp.MustCompile(`(?m)^USER\s+(\S+)`).FindAllStringSubmatch(string(df), -1)
 	if len(users) == 0 || strings.HasPrefix(users[len(users)-1][1], "0") || users[len(users)-1][1] == "root" {
 		t.Errorf("Dockerfile: the final image does not run as a non-root USER: %v", users)
+	}
+}
+
+// dependsOn is a service's depends_on: a list of names, or a mapping of
+// names to {condition: ...}.
+func dependsOn(t *testing.T, name string, v any) []string {
+	t.Helper()
+	m, ok := v.(map[string]any)
+	if !ok {
+		return strListOpt(t, name+".depends_on", v)
+	}
+	var out []string
+	for d, c := range m {
+		cm, ok := c.(map[string]any)
+		cond, _ := cm["condition"].(string)
+		if !ok || !slices.Contains([]string{"service_started", "service_healthy", "service_completed_successfully"}, cond) {
+			t.Errorf("%s: depends_on %s: condition %v", name, d, c)
+		}
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func dependsOnTransitively(t *testing.T, services map[string]any, from, to string) bool {
+	seen := map[string]bool{}
+	var walk func(string) bool
+	walk = func(n string) bool {
+		if seen[n] {
+			return false
+		}
+		seen[n] = true
+		svc, _ := services[n].(map[string]any)
+		for _, d := range dependsOn(t, n, svc["depends_on"]) {
+			if d == to || walk(d) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(from)
+}
+
+// secured checks one cutover service of the compose file against the
+// secured deployment: the nats nodes take the users file and TLS (routes
+// too), every other role connects as its own user with the CA and no
+// secret on its command line, no role runs --insecure-dev-auth, the
+// gateway and projector take signed tokens, and every file a flag names
+// lies in a volume the service mounts and is one `cutover certs` writes.
+func secured(t *testing.T, name string, cmd []string, svc map[string]any, certsDir string) {
+	t.Helper()
+	if slices.Contains(cmd, "--insecure-dev-auth") {
+		t.Errorf("%s runs --insecure-dev-auth", name)
+	}
+	for _, secret := range []string{"--nats-password", "--auth-secret", "--service-secret", "--secret"} {
+		if slices.Contains(cmd, secret) {
+			t.Errorf("%s has a secret on its command line (%s)", name, secret)
+		}
+	}
+	want := map[string][]string{
+		"nats":         {"users", "tls-cert", "tls-key", "tls-ca", "route-tls"},
+		"provision":    {"nats-user", "nats-password-file", "nats-ca"},
+		"gateway":      {"nats-user", "nats-password-file", "nats-ca", "auth-secret-file", "service-secret-file"},
+		"projector":    {"nats-user", "nats-password-file", "nats-ca", "auth-secret-file", "service-secret-file"},
+		"orchestrator": {"nats-user", "nats-password-file", "nats-ca", "service-secret-file"},
+		"service":      {"nats-user", "nats-password-file", "nats-ca"},
+	}[cmd[0]]
+	for _, f := range want {
+		if !slices.Contains(cmd, "--"+f) {
+			t.Errorf("%s (%s) lacks --%s", name, cmd[0], f)
+		}
+	}
+	mounts := map[string]bool{}
+	for _, v := range strListOpt(t, name+".volumes", svc["volumes"]) {
+		parts := strings.Split(v, ":")
+		if len(parts) >= 2 {
+			mounts[parts[1]] = true
+		}
+	}
+	for i, a := range cmd {
+		if !strings.HasPrefix(a, "--") || i+1 >= len(cmd) || !(strings.HasSuffix(a, "-file") || slices.Contains([]string{"--users", "--tls-cert", "--tls-key", "--tls-ca", "--nats-ca"}, a)) {
+			continue
+		}
+		path := cmd[i+1]
+		dir, file := filepath.Split(path)
+		if !mounts[strings.TrimSuffix(dir, "/")] {
+			t.Errorf("%s: %s %s: no volume mounted at %s", name, a, path, dir)
+		}
+		if _, err := os.Stat(filepath.Join(certsDir, file)); err != nil {
+			t.Errorf("%s: %s %s: `cutover certs` writes no %s", name, a, path, file)
+		}
+	}
+	if u, ok := flagValue(cmd, "nats-user"); ok {
+		if _, err := os.Stat(filepath.Join(certsDir, "nats-"+u+".password")); err != nil {
+			t.Errorf("%s: --nats-user %s: `cutover certs` writes no such user", name, u)
+		}
 	}
 }
 
