@@ -11,6 +11,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/check"
+	"github.com/cutover/cutover/internal/ops"
 	"github.com/cutover/cutover/internal/proctest"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
@@ -292,6 +293,21 @@ func TestSecureRoles(t *testing.T) {
 	got, err := alice.GetConversation(ctx, "sec")
 	if err != nil || got.Region != "eu-west" {
 		t.Fatalf("after: %v %+v", err, got)
+	}
+	// The operator commands connect as the user the environment names.
+	t.Setenv(ops.EnvNATSUser, "admin")
+	t.Setenv(ops.EnvNATSPasswordFile, files.path("nats-admin.password"))
+	t.Setenv(ops.EnvNATSCA, files.path("ca.pem"))
+	if code, out, errs := run(t, "migrate", "status", id, "--nats", url); code != 0 || !strings.Contains(out, "completed") {
+		t.Errorf("migrate status as the admin: exit %d: %s%s", code, out, errs)
+	}
+	if code, out, errs := run(t, "routing", "get", "conv/sec", "--nats", url); code != 0 || !strings.Contains(out, "eu-west") {
+		t.Errorf("routing get as the admin: exit %d: %s%s", code, out, errs)
+	}
+	t.Setenv(ops.EnvNATSUser, "")
+	t.Setenv(ops.EnvNATSPasswordFile, "")
+	if code, _, _ := run(t, "migrate", "status", id, "--nats", url); code == 0 {
+		t.Error("migrate status without credentials succeeded")
 	}
 	// The projector: nothing without a token of its audience.
 	bearer := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
