@@ -110,7 +110,13 @@ func InboxPrefix(user string) string { return "_INBOX." + user }
 
 // ResponseExpiry bounds how long a user may answer a request it received
 // (nats-server's allow_responses): longer than any contract request.
-const ResponseExpiry = 5 * time.Minute
+// ResponseMaxMsgs bounds the answers to one request from one connection:
+// the gateway's contract servers (one per region and service) share a
+// connection, and each answers a discovery request ($SRV.INFO) once.
+const (
+	ResponseExpiry  = 5 * time.Minute
+	ResponseMaxMsgs = 256
+)
 
 // Grant is one capability of a user: a name (README's security table) and
 // the subjects it allows or denies.
@@ -241,7 +247,7 @@ func Grants(id Identity, user string, regions []string) ([]Grant, error) {
 
 // permissions folds grants into nats-server permissions; every user may
 // answer a request it received (allow_responses: a contract reply, a flow
-// control reply), once, within ResponseExpiry.
+// control reply, discovery answers) within ResponseExpiry.
 func permissions(gs []Grant) *server.Permissions {
 	var pub, sub, deny []string
 	for _, g := range gs {
@@ -250,7 +256,7 @@ func permissions(gs []Grant) *server.Permissions {
 	p := &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: compact(pub), Deny: compact(deny)},
 		Subscribe: &server.SubjectPermission{Allow: compact(sub)},
-		Response:  &server.ResponsePermission{MaxMsgs: 1, Expires: ResponseExpiry},
+		Response:  &server.ResponsePermission{MaxMsgs: ResponseMaxMsgs, Expires: ResponseExpiry},
 	}
 	return p
 }
@@ -352,7 +358,7 @@ func PermissionTable() string {
 		g := seen[n]
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", n, code(g.Publish), code(g.Subscribe), code(g.DenyPublish))
 	}
-	b.WriteString("\nEvery user may also answer a request it received, once, within " + ResponseExpiry.String() +
-		" (`allow_responses`); its inbox prefix is `_INBOX.<user>` (set by the client).\n")
+	fmt.Fprintf(&b, "\nEvery user may also answer a request it received (`allow_responses`: at most %d messages per request and connection, within %v); its inbox prefix is `_INBOX.<user>` (set by the client).\n",
+		ResponseMaxMsgs, ResponseExpiry)
 	return b.String()
 }

@@ -540,20 +540,26 @@ func TestSecurityLegitimateUse(t *testing.T) {
 	if _, err := contractnats.FetchPage(ctx, env.conns["svc-us"].js, "m1", "messages", 1); err != nil {
 		t.Fatalf("service reads a page: %v", err)
 	}
-	// A contract server of us-east registers as the us-east service, and
-	// the orchestrator and the reader discover it.
-	svc, err := micro.AddService(env.conns["svc-us"].nc, micro.Config{Name: contractnats.ServiceName, Version: "1.0.0",
-		Metadata: map[string]string{contractnats.MetadataRegion: "us-east", contractnats.MetadataService: "messages"}})
-	if err != nil {
+	// Contract servers of us-east register as the us-east service, sharing
+	// one connection as a role's do, and the orchestrator and the reader
+	// discover every one of them (each answers on the shared connection).
+	for _, name := range []string{"messages", "reactions", "readstate"} {
+		svc, err := micro.AddService(env.conns["svc-us"].nc, micro.Config{Name: contractnats.ServiceName, Version: "1.0.0",
+			Metadata: map[string]string{contractnats.MetadataRegion: "us-east", contractnats.MetadataService: name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.AddGroup("cutover.contract.us-east."+name).AddEndpoint("digests", micro.HandlerFunc(func(r micro.Request) { _ = r.Respond([]byte("{}")) })); err != nil {
+			t.Fatal(err)
+		}
+		defer svc.Stop()
+	}
+	if err := env.conns["svc-us"].nc.Flush(); err != nil { // the server has the subscriptions
 		t.Fatal(err)
 	}
-	if err := svc.AddGroup("cutover.contract.us-east.messages").AddEndpoint("digests", micro.HandlerFunc(func(r micro.Request) { _ = r.Respond([]byte("{}")) })); err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop()
 	for _, user := range []string{"orch", "reader"} {
 		eps, err := contractnats.Discover(ctx, env.conns[user].nc)
-		if err != nil || len(eps) != 1 {
+		if err != nil || len(eps) != 3 {
 			t.Fatalf("%s: discover: %v %v", user, eps, err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/services/contractnats"
 	"github.com/nats-io/nats.go"
 	"net/http"
 )
@@ -246,7 +247,7 @@ func TestSecureRoles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end")
 	}
-	files := writeSecureFiles(t, t.TempDir())
+	files := writeSecureFiles(t, t.TempDir(), "us-east", "eu-west", "ap-south")
 	n := startRole(t, append([]string{"nats", "--port", "0"}, files.natsFlags()[:8]...)...) // no --route-tls: one node
 	url := n.await(t, `NATS\s+(nats://\S+)`)
 	secRole := func(name, user string, args ...string) *role {
@@ -265,6 +266,9 @@ func TestSecureRoles(t *testing.T) {
 	or.await(t, `(cutover orchestrator)`)
 	pr := secRole("projector", "projector", append([]string{"--http", "127.0.0.1:0"}, files.secrets()...)...)
 	proj := "http://" + pr.await(t, `HTTP\s+http://(\S+)/v1/migrations`)
+	// A region served by `cutover service` as that region's service user.
+	svc := secRole("service", "service-ap-south", "--region", "ap-south")
+	svc.await(t, `(cutover service: region ap-south)`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -281,6 +285,22 @@ func TestSecureRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		eps, err := contractnats.Discover(ctx, nc)
+		regions := map[string]int{}
+		for _, ep := range eps {
+			regions[ep.Region]++
+		}
+		if err == nil && regions["ap-south"] == len(chat.ServiceNames) && regions["us-east"] == len(chat.ServiceNames) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("contract servers discovered: %v %v", regions, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	alice := files.client(t, api, "alice")
 	if _, err := alice.CreateConversation(ctx, client.NewConversation{ID: "sec", Title: "sec"}); err != nil {
@@ -316,7 +336,7 @@ func TestSecureRoles(t *testing.T) {
 			t.Errorf("projector, %s: %d %.200q, want 401", name, st, body)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		st, _, body := rawGet(t, proj+"/v1/migrations/"+id, bearer(files.token(t, "ops", "projector")))
 		if st == http.StatusOK && strings.Contains(body, `"status":"completed"`) {
@@ -339,7 +359,7 @@ func TestSecureRoles(t *testing.T) {
 		t.Fatalf("routing: %v %+v", err, doc)
 	}
 	tok := string(doc.Secondary.Lock.Token)
-	for name, r := range map[string]*role{"nats": n, "gateway": gw, "orchestrator": or, "projector": pr} {
+	for name, r := range map[string]*role{"nats": n, "gateway": gw, "orchestrator": or, "projector": pr, "service": svc} {
 		if strings.Contains(r.errs.String(), tok) || strings.Contains(r.out.String(), tok) {
 			t.Errorf("%s logged the lock token whole", name)
 		}

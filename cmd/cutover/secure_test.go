@@ -18,10 +18,13 @@ import (
 // (the documented one-time command) into dir.
 type secureFiles struct{ dir string }
 
-func writeSecureFiles(t *testing.T, dir string) secureFiles {
+func writeSecureFiles(t *testing.T, dir string, regions ...string) secureFiles {
 	t.Helper()
+	if len(regions) == 0 {
+		regions = []string{"us-east", "eu-west"}
+	}
 	var out, errs bytes.Buffer
-	if code := Run(context.Background(), []string{"certs", "--dir", dir, "--regions", "us-east,eu-west"}, &out, &errs); code != 0 {
+	if code := Run(context.Background(), []string{"certs", "--dir", dir, "--regions", strings.Join(regions, ",")}, &out, &errs); code != 0 {
 		t.Fatalf("cutover certs: exit %d: %s", code, errs.String())
 	}
 	return secureFiles{dir: dir}
