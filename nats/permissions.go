@@ -88,10 +88,11 @@ const (
 )
 
 // ContractAdminOps are the migration contract operations the admin identity
-// may request: the repair of a resource's stranded authority. Every other
-// operation is the orchestrator's alone, so the permissions do not depend
-// on the rest of the operation set.
-var ContractAdminOps = []string{"repair"}
+// may request: the repair of a resource's stranded authority, and digests,
+// which change nothing (`cutover migrate start --dry-run` reads them).
+// Every other operation is the orchestrator's alone, so the permissions do
+// not depend on the rest of the operation set.
+var ContractAdminOps = []string{"repair", "digests"}
 
 // contractMutations are the contract operations that change a service's
 // state, denied to the reader by name on top of its allowlist (which has
@@ -215,7 +216,7 @@ func Grants(id Identity, user string, regions []string) ([]Grant, error) {
 	var gs []Grant
 	switch id {
 	case IdentityAdmin:
-		admin := Grant{Name: "administer JetStream; commands; contract repair",
+		admin := Grant{Name: "administer JetStream; commands; contract repair and digests",
 			Publish: []string{jsAPI(">"), commandSubjects, RoutingSubjectPrefix + ">"}}
 		for _, op := range ContractAdminOps {
 			admin.Publish = append(admin.Publish, contractPrefix+".*.*."+op)

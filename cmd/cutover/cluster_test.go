@@ -324,6 +324,10 @@ func TestSecureRoles(t *testing.T) {
 	if code, out, errs := run(t, "routing", "get", "conv/sec", "--nats", url); code != 0 || !strings.Contains(out, "eu-west") {
 		t.Errorf("routing get as the admin: exit %d: %s%s", code, out, errs)
 	}
+	// A dry run reads the source's digests: the admin may (it changes nothing).
+	if code, out, errs := run(t, "migrate", "start", "conv/sec", "--to", "us-east", "--dry-run", "--nats", url); code != 0 || strings.Contains(out, "FAIL") {
+		t.Errorf("dry run as the admin: exit %d: %s%s", code, out, errs)
+	}
 	t.Setenv(ops.EnvNATSUser, "")
 	t.Setenv(ops.EnvNATSPasswordFile, "")
 	if code, _, _ := run(t, "migrate", "status", id, "--nats", url); code == 0 {
