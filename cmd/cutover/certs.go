@@ -13,6 +13,7 @@ import (
 
 	"github.com/cutover/cutover/internal/system"
 	cnats "github.com/cutover/cutover/nats"
+	"golang.org/x/crypto/bcrypt"
 )
 
 func init() {
@@ -68,6 +69,7 @@ func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	regions := fset.String("regions", "us-east,eu-west", "the deployment's regions (one service user each; the gateway serves all)")
 	hosts := fset.String("hosts", "", "extra DNS names or IPs of the NATS servers' certificate, comma separated")
 	validity := fset.Duration("validity", 365*24*time.Hour, "certificate validity")
+	cost := fset.Int("bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of the users' password hashes (every connection's authentication pays it on the server; tests lower it)")
 	checkConfig := addCheckConfig(fset)
 	if err := parse(fset, args); err != nil {
 		return err
@@ -89,6 +91,9 @@ func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *validity <= 0 {
 		return fmt.Errorf("%w: --validity must be positive", errUsage)
+	}
+	if *cost < bcrypt.MinCost || *cost > bcrypt.MaxCost {
+		return fmt.Errorf("%w: --bcrypt-cost must be %d..%d", errUsage, bcrypt.MinCost, bcrypt.MaxCost)
 	}
 	if *checkConfig {
 		return configChecked(stdout, "certs")
@@ -112,7 +117,7 @@ func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var entries []usersEntry
 	for _, u := range certsUsers(rs) {
 		pw := system.RandomSecret()
-		h, err := cnats.HashPassword(pw, 0)
+		h, err := cnats.HashPassword(pw, *cost)
 		if err != nil {
 			return err
 		}
