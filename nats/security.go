@@ -1,122 +1,60 @@
 package cnats
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
-	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/crypto/bcrypt"
 )
 
-// Security of a deployment (issue 8): users with subject permissions, TLS
-// on client connections and on cluster routes. The plain Options/StartServer
-// of server.go stay as they are; SecureOptions wraps them and
-// StartSecureServer layers the security settings (SecureOptions.apply) on
-// the options server.go builds, at every start.
-
-// Identity is the kind of NATS user a process connects as; it decides the
-// user's subject permissions (Permissions).
-type Identity string
-
-const (
-	// IdentityRouting may write the ROUTING bucket (and nothing in the
-	// migration event log). The gateway runs as it: creating a
-	// conversation creates its routing document.
-	IdentityRouting Identity = "routing"
-	// IdentityOrchestrator may publish migration events (cutover.evt.>).
-	// The orchestrator's locker is the writer of routing documents during
-	// a migration, so it may write ROUTING too.
-	IdentityOrchestrator Identity = "orchestrator"
-	// IdentityService serves the migration contract (cutover.contract.>,
-	// cutover.pages.>) and may read routing, but neither write ROUTING nor
-	// publish migration events.
-	IdentityService Identity = "service"
-	// IdentityReader is unprivileged: it may read (JetStream API, the
-	// contract's read-only requests: export, digests, slice) but write
-	// neither ROUTING nor events nor commands, nor send the contract's
-	// mutating requests (fences, imports, grants, cleanups) or pages.
-	// Routing documents and events carry lock tokens whole (the
-	// enforcers need them); a reader sees them, and a token gives it
-	// nothing to act with (docs/wire-format.md "Tokens").
-	IdentityReader Identity = "reader"
-)
-
-// Identities lists every identity, privileged first.
-var Identities = []Identity{IdentityRouting, IdentityOrchestrator, IdentityService, IdentityReader}
-
-// Subjects the permissions protect.
-const (
-	eventSubjects   = "cutover.evt.>"
-	commandSubjects = "cutover.cmd.>"
-	workSubjects    = "cutover.work.>"
-	eventStream     = "MIGRATION_EVENTS" // events.EventStream, kept in step by TestPermissionSubjects
-	pageSubjects    = "cutover.pages.>"  // contractnats.PagesSubjectPrefix
-	indexSubjects   = "cutover.idx.>"    // events.IndexPrefix, the resource index
-)
-
-// contractMutations are the migration contract's requests that change a
-// service's state (contractnats.Op*, kept in step by
-// TestPermissionSubjects): cutover.contract.<region>.<service>.<op>.
-var contractMutations = []string{"authority", "repair", "cleanup", "import", "checkpoint"}
-
-// destructive are the JetStream API requests that alter a stream's content
-// other than by publishing to it.
-func destructive(stream string) []string {
-	return []string{
-		"$JS.API.STREAM.PURGE." + stream,
-		"$JS.API.STREAM.DELETE." + stream,
-		"$JS.API.STREAM.MSG.DELETE." + stream,
-	}
-}
-
-// Permissions returns the subject permissions of id: publish everything
-// except what the identity may not write. Deny wins over allow in
-// nats-server, so each identity is "> minus its denials". Every identity
-// may subscribe to everything (reads are not the concern here; an account
-// split would be).
-func Permissions(id Identity) (*server.Permissions, error) {
-	routing := append([]string{RoutingSubjectPrefix + ">"}, destructive(RoutingStream)...)
-	evts := append([]string{eventSubjects}, destructive(eventStream)...)
-	var deny []string
-	switch id {
-	case IdentityRouting:
-		deny = append(append(deny, evts...), workSubjects, indexSubjects)
-	case IdentityOrchestrator:
-		// may write routing (its locker) and events
-	case IdentityService:
-		deny = append(append(append(deny, routing...), evts...), workSubjects, commandSubjects, indexSubjects)
-	case IdentityReader:
-		deny = append(append(append(deny, routing...), evts...), workSubjects, commandSubjects, pageSubjects, indexSubjects)
-		for _, op := range contractMutations {
-			deny = append(deny, "cutover.contract.*.*."+op)
-		}
-	default:
-		return nil, fmt.Errorf("%w: identity %q (want one of %v)", ErrInvalidOptions, id, Identities)
-	}
-	p := &server.SubjectPermission{Allow: []string{">"}}
-	if len(deny) > 0 {
-		p.Deny = deny
-	}
-	return &server.Permissions{Publish: p, Subscribe: &server.SubjectPermission{Allow: []string{">"}}}, nil
-}
+// Security of a deployment: users with subject permissions
+// (permissions.go), bcrypt-hashed passwords, TLS on client connections and
+// on cluster routes. The plain Options/StartServer of server.go stay as
+// they are; SecureOptions wraps them and StartSecureServer layers the
+// security settings (SecureOptions.apply) on the options server.go builds,
+// at every start.
 
 // User is one NATS user of a secure server.
 type User struct {
-	Name     string
+	// Name is one subject token (it names the user's inbox prefix).
+	Name string
+	// Password is a bcrypt hash (HashPassword): nats-server compares a
+	// plaintext password as stored, so a users file would hold every
+	// secret in the clear.
 	Password string
 	Identity Identity
+	// Regions are the regions whose contract the user serves (service:
+	// required; routing: its gateway's regions; others: none).
+	Regions []string
+}
+
+// HashPassword returns the bcrypt hash of password for User.Password, at
+// bcrypt's default cost (cost 0) or the given one. Errors: bcrypt's
+// (a password longer than 72 bytes, a cost out of range).
+func HashPassword(password string, cost int) (string, error) {
+	if cost == 0 {
+		cost = bcrypt.DefaultCost
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(password), cost)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return string(h), nil
+}
+
+// isBcrypt reports whether p is a bcrypt hash nats-server accepts as one.
+func isBcrypt(p string) bool {
+	if !strings.HasPrefix(p, "$2") {
+		return false
+	}
+	_, err := bcrypt.Cost([]byte(p))
+	return err == nil
 }
 
 // SecureOptions are Options plus the security settings.
@@ -145,11 +83,14 @@ func (o SecureOptions) Validate() error {
 		if u.Name == "" || u.Password == "" {
 			return fmt.Errorf("%w: user %q needs a name and a password", ErrInvalidOptions, u.Name)
 		}
+		if !isBcrypt(u.Password) {
+			return fmt.Errorf("%w: user %q: the password is not a bcrypt hash (`cutover certs` writes hashed users; cnats.HashPassword)", ErrInvalidOptions, u.Name)
+		}
 		if seen[u.Name] {
 			return fmt.Errorf("%w: duplicate user %q", ErrInvalidOptions, u.Name)
 		}
 		seen[u.Name] = true
-		if _, err := Permissions(u.Identity); err != nil {
+		if _, err := u.Permissions(); err != nil {
 			return err
 		}
 	}
@@ -165,7 +106,7 @@ func (o SecureOptions) Validate() error {
 // apply adds the security settings to one start's server options.
 func (o SecureOptions) apply(so *server.Options) error {
 	for _, u := range o.Users {
-		p, err := Permissions(u.Identity)
+		p, err := u.Permissions()
 		if err != nil {
 			return err
 		}
@@ -281,11 +222,15 @@ type ClientSecurity struct {
 }
 
 // Options returns the nats.Options for s (none when s is zero), to pass to
-// Connect.
+// Connect. A user's connection takes the user's inbox prefix
+// (InboxPrefix), the only inboxes its permissions let it read.
 func (s ClientSecurity) Options() ([]nats.Option, error) {
 	var out []nats.Option
 	if s.User != "" || s.Password != "" {
-		out = append(out, nats.UserInfo(s.User, s.Password))
+		if err := validUserName(s.User); err != nil {
+			return nil, err
+		}
+		out = append(out, nats.UserInfo(s.User, s.Password), nats.CustomInboxPrefix(InboxPrefix(s.User)))
 	}
 	if s.CAFile != "" || s.CertFile != "" {
 		pool, certs, err := loadPair(s.CAFile, s.CertFile, s.KeyFile)
@@ -295,87 +240,4 @@ func (s ClientSecurity) Options() ([]nats.Option, error) {
 		out = append(out, nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, Certificates: certs}))
 	}
 	return out, nil
-}
-
-// ------------------------------------------------------------------ test PKI
-
-// TestPKI names the files WriteTestPKI wrote.
-type TestPKI struct {
-	CA, ServerCert, ServerKey, ClientCert, ClientKey string
-}
-
-// WriteTestPKI writes a fresh throwaway CA and, signed by it, a
-// server/route certificate for loopback (127.0.0.1, ::1, localhost and
-// hosts) and a client certificate, into dir. It is for tests and
-// development; the keys are ECDSA P-256 and valid for a day.
-func WriteTestPKI(dir string, hosts ...string) (TestPKI, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return TestPKI{}, err
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: "cutover test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return TestPKI{}, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return TestPKI{}, err
-	}
-	p := TestPKI{CA: filepath.Join(dir, "ca.pem"),
-		ServerCert: filepath.Join(dir, "server.pem"), ServerKey: filepath.Join(dir, "server-key.pem"),
-		ClientCert: filepath.Join(dir, "client.pem"), ClientKey: filepath.Join(dir, "client-key.pem")}
-	if err := writePEM(p.CA, "CERTIFICATE", caDER); err != nil {
-		return TestPKI{}, err
-	}
-	leaf := func(cn string, usage []x509.ExtKeyUsage, certFile, keyFile string, sans bool) error {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		t := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: cn},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usage}
-		if sans {
-			t.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
-			t.DNSNames = []string{"localhost"}
-			for _, h := range hosts {
-				if ip := net.ParseIP(h); ip != nil {
-					t.IPAddresses = append(t.IPAddresses, ip)
-				} else {
-					t.DNSNames = append(t.DNSNames, h)
-				}
-			}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, t, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return err
-		}
-		kb, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			return err
-		}
-		return errors.Join(writePEM(certFile, "CERTIFICATE", der), writePEM(keyFile, "EC PRIVATE KEY", kb))
-	}
-	// The server certificate serves both ends of a route, so it is also a
-	// client certificate.
-	if err := leaf("cutover nats", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, p.ServerCert, p.ServerKey, true); err != nil {
-		return TestPKI{}, err
-	}
-	if err := leaf("cutover client", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, p.ClientCert, p.ClientKey, false); err != nil {
-		return TestPKI{}, err
-	}
-	return p, nil
-}
-
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	return n
-}
-
-func writePEM(path, typ string, der []byte) error {
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/check"
+	"github.com/cutover/cutover/internal/ops"
 	"github.com/cutover/cutover/internal/proctest"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
@@ -19,7 +20,9 @@ import (
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/services/contractnats"
 	"github.com/nats-io/nats.go"
+	"net/http"
 )
 
 // clusterEnv enables TestClusterTopology (make cluster-test sets it); the
@@ -30,8 +33,10 @@ const clusterEnv = "CUTOVER_CLUSTER_TEST"
 // TestClusterTopology runs the topology of DESIGN.md "Scaling out" as
 // separate `cutover` processes on loopback — three `nats` nodes forming a
 // JetStream cluster (R3) with TLS on client connections, mutual TLS on
-// routes and users with subject permissions (gateway: routing identity,
-// orchestrators: orchestrator identity, projector: reader), a gateway serving us-east (write region) and
+// routes and users with the allowlists of nats/permissions.go (gateway:
+// routing identity, orchestrators: orchestrator identity, projector:
+// reader; streams created by `cutover provision` as the admin), signed
+// user tokens at the gateway, a gateway serving us-east (write region) and
 // eu-west (read replica: a ROUTING mirror), two orchestrators and a
 // projector — migrates a tenant of conversations from us-east to eu-west
 // under SDK traffic, SIGKILLs a NATS node and an orchestrator during the
@@ -55,22 +60,13 @@ func TestClusterTopology(t *testing.T) {
 		target   = "eu-west"
 		tenantID = "cluster-tenant"
 	)
-	// Security as in production: TLS on client connections, mutual TLS on
-	// routes, users with subject permissions (nats/security.go).
-	pki, err := cnats.WriteTestPKI(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	usersFile := filepath.Join(dir, "users.json")
-	if err := os.WriteFile(usersFile, []byte(`[
-		{"name": "gw", "password": "pw-gw", "identity": "routing"},
-		{"name": "orch", "password": "pw-orch", "identity": "orchestrator"},
-		{"name": "proj", "password": "pw-proj", "identity": "reader"}]`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	creds := func(user string) []string {
-		return []string{"--nats-user", user, "--nats-password", "pw-" + user, "--nats-ca", pki.CA}
-	}
+	// Security as in production, set up by the documented one-time
+	// commands: `cutover certs` (TLS on client connections, mutual TLS on
+	// routes, users with bcrypt passwords and the allowlists of
+	// nats/permissions.go, token and service secrets), then `cutover
+	// provision` as the admin once the nodes are up.
+	files := writeSecureFiles(t, filepath.Join(dir, "certs"))
+	creds := files.creds
 	ports := proctest.FreePorts(t, 8)
 	cport, route := ports[0:3], ports[3:6]
 	gwPort, projPort := ports[6], ports[7]
@@ -78,34 +74,37 @@ func TestClusterTopology(t *testing.T) {
 	// NATS: three nodes, each routing to the other two.
 	var nodes []*proctest.Proc
 	for i := range 3 {
-		args := append(proctest.NATSNode("cutover", dir, i, cport, route),
-			"--users", usersFile, "--tls-cert", pki.ServerCert, "--tls-key", pki.ServerKey, "--tls-ca", pki.CA, "--route-tls")
+		args := append(proctest.NATSNode("cutover", dir, i, cport, route), files.natsFlags()...)
 		nodes = append(nodes, proctest.Start(t, bin, fmt.Sprintf("nats-%d", i), args...))
 	}
 	for _, n := range nodes {
 		n.Await(t, `(Ctrl-C to stop)`, 30*time.Second)
 	}
 	natsURL := proctest.ClientURLs(cport)
+	prov := proctest.Start(t, bin, "provision", append([]string{"provision", "--nats", natsURL, "--regions", source + "," + target}, creds("admin")...)...)
+	prov.Await(t, `(cutover provision: .* provisioned)`, 90*time.Second)
 
-	gw := proctest.Start(t, bin, "gateway", append([]string{"gateway", "--nats", natsURL, "--regions", source + "," + target,
-		"--http", fmt.Sprintf("127.0.0.1:%d", gwPort), "--data", filepath.Join(dir, "gateway"), "--log-level", "debug"}, creds("gw")...)...)
+	gw := proctest.Start(t, bin, "gateway", append(append([]string{"gateway", "--nats", natsURL, "--regions", source + "," + target,
+		"--http", fmt.Sprintf("127.0.0.1:%d", gwPort), "--data", filepath.Join(dir, "gateway"), "--log-level", "debug"}, creds("gateway")...), files.secrets()...)...)
 	api := "http://" + gw.Await(t, `HTTP API\s+http://(\S+)`, 90*time.Second)
 	var orchs []*proctest.Proc
 	for i := range 2 {
 		orchs = append(orchs, proctest.Start(t, bin, fmt.Sprintf("orchestrator-%d", i),
-			append([]string{"orchestrator", "--nats", natsURL, "--api", api, "--workers", "2", "--log-level", "debug"}, creds("orch")...)...))
+			append([]string{"orchestrator", "--nats", natsURL, "--api", api, "--workers", "2", "--log-level", "debug",
+				"--service-secret-file", files.path(certsServiceSecret)}, creds("orchestrator")...)...))
 	}
 	for _, o := range orchs {
 		o.Await(t, `(cutover orchestrator)`, 90*time.Second)
 	}
-	pr := proctest.Start(t, bin, "projector", append([]string{"projector", "--nats", natsURL, "--http", fmt.Sprintf("127.0.0.1:%d", projPort), "--log-level", "debug"}, creds("proj")...)...)
+	pr := proctest.Start(t, bin, "projector", append(append([]string{"projector", "--nats", natsURL, "--http", fmt.Sprintf("127.0.0.1:%d", projPort), "--log-level", "debug"},
+		creds("projector")...), files.secrets()...)...)
 	pr.Await(t, `(cutover projector)`, 90*time.Second)
 	t.Logf("topology up in %.1f s: NATS %s, API %s", time.Since(start).Seconds(), natsURL, api)
 
 	// Typically 30 s end to end; the bound leaves room for a loaded machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Second)
 	defer cancel()
-	copts, err := cnats.ClientSecurity{User: "orch", Password: "pw-orch", CAFile: pki.CA}.Options()
+	copts, err := files.security(t, "orchestrator").Options()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +128,7 @@ func TestClusterTopology(t *testing.T) {
 		users[i] = fmt.Sprintf("u%d", i)
 	}
 	led := workload.NewLedger()
-	seeder := mustClient(t, api, "seed")
+	seeder := files.client(t, api, "seed")
 	convs := make([]workload.Conv, nConvs)
 	for i := range convs {
 		convs[i] = workload.Conv{ID: fmt.Sprintf("cl-%02d", i), Size: nSeed}
@@ -139,7 +138,8 @@ func TestClusterTopology(t *testing.T) {
 	}
 	t.Logf("seeded %d conversations in %.1f s", nConvs, time.Since(seedStart).Seconds())
 	ids := workload.IDs(convs)
-	tr, err := workload.StartTraffic(ctx, workload.TrafficConfig{APIs: []string{api}, Users: users, Convs: workload.NewConvSet(ids...), Seed: 7, Ledger: led})
+	tr, err := workload.StartTraffic(ctx, workload.TrafficConfig{APIs: []string{api}, Users: users, Convs: workload.NewConvSet(ids...), Seed: 7, Ledger: led,
+		Token: func(u string) (string, error) { return files.token(t, u, "api"), nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +216,9 @@ func TestClusterTopology(t *testing.T) {
 	for _, p := range append(append([]*proctest.Proc{gw, pr}, orchs...), nodes...) {
 		logs := p.Stderr() + p.Stdout() // copied once: the debug logs are large
 		logBytes += len(logs)
+		if i := strings.Index(strings.ToLower(logs), "permissions violation"); i >= 0 {
+			bad = append(bad, fmt.Sprintf("%s met a permission violation: %.300s", p.Name, logs[i:]))
+		}
 		for tok := range tokens {
 			if strings.Contains(logs, string(tok)) {
 				bad = append(bad, fmt.Sprintf("%s logged token %s whole", p.Name, tok.Redacted()))
@@ -232,46 +235,48 @@ func TestClusterTopology(t *testing.T) {
 }
 
 // TestSecureRoles runs the roles against a `cutover nats` that requires
-// TLS and users with subject permissions — the gateway as the routing
-// identity, the orchestrator as the orchestrator identity, the projector
-// as the unprivileged reader — and migrates a conversation: the
-// permissions of nats/security.go are enough for the roles to work. A
-// plaintext client is refused, and no role logs a lock token whole.
+// TLS and users with the allowlists of nats/permissions.go, set up by the
+// documented one-time commands (`cutover certs`, then `cutover provision`
+// as the admin) — the gateway as the routing identity with signed user
+// tokens, the orchestrator as the orchestrator identity, the projector as
+// the reader — and migrates a conversation: the permissions are enough
+// for the roles to work. A plaintext client is refused, a role started
+// without credentials refuses to start, the projector refuses requests
+// without a token of its audience, and no role logs a lock token whole.
 func TestSecureRoles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end")
 	}
-	dir := t.TempDir()
-	pki, err := cnats.WriteTestPKI(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	usersFile := filepath.Join(dir, "users.json")
-	if err := os.WriteFile(usersFile, []byte(`[
-		{"name": "gw", "password": "pw-gw", "identity": "routing"},
-		{"name": "orch", "password": "pw-orch", "identity": "orchestrator"},
-		{"name": "proj", "password": "pw-proj", "identity": "reader"}]`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	n := startRole(t, "nats", "--port", "0", "--users", usersFile, "--tls-cert", pki.ServerCert, "--tls-key", pki.ServerKey)
+	files := writeSecureFiles(t, t.TempDir(), "us-east", "eu-west", "ap-south")
+	n := startRole(t, append([]string{"nats", "--port", "0"}, files.natsFlags()[:8]...)...) // no --route-tls: one node
 	url := n.await(t, `NATS\s+(nats://\S+)`)
 	secRole := func(name, user string, args ...string) *role {
-		return startRole(t, append([]string{name, "--nats", url, "--nats-user", user, "--nats-password", "pw-" + user, "--nats-ca", pki.CA, "--log-level", "debug"}, args...)...)
+		return startRole(t, append(append([]string{name, "--nats", url, "--log-level", "debug"}, files.creds(user)...), args...)...)
 	}
-	gw := secRole("gateway", "gw", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0")
+	// Without credentials, a role refuses to start.
+	if code, _, errs := run(t, "orchestrator", "--nats", url); code != 2 || !strings.Contains(errs, "--insecure-dev-auth") {
+		t.Fatalf("orchestrator without credentials: exit %d: %s", code, errs)
+	}
+	if code, out, errs := run(t, append([]string{"provision", "--nats", url, "--regions", "us-east,eu-west"}, files.creds("admin")...)...); code != 0 {
+		t.Fatalf("provision: exit %d: %s%s", code, out, errs)
+	}
+	gw := secRole("gateway", "gateway", append([]string{"--regions", "us-east,eu-west", "--http", "127.0.0.1:0"}, files.secrets()...)...)
 	api := "http://" + gw.await(t, `HTTP API\s+http://(\S+)`)
-	or := secRole("orchestrator", "orch", "--api", api, "--workers", "1")
+	or := secRole("orchestrator", "orchestrator", "--api", api, "--workers", "1", "--service-secret-file", files.path(certsServiceSecret))
 	or.await(t, `(cutover orchestrator)`)
-	pr := secRole("projector", "proj", "--http", "127.0.0.1:0")
-	pr.await(t, `(cutover projector)`)
+	pr := secRole("projector", "projector", append([]string{"--http", "127.0.0.1:0"}, files.secrets()...)...)
+	proj := "http://" + pr.await(t, `HTTP\s+http://(\S+)/v1/migrations`)
+	// A region served by `cutover service` as that region's service user.
+	svc := secRole("service", "service-ap-south", "--region", "ap-south")
+	svc.await(t, `(cutover service: region ap-south)`)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if nc, _, err := cnats.Connect(ctx, url, nats.MaxReconnects(0)); err == nil {
 		nc.Close()
 		t.Fatal("connected without TLS or credentials")
 	}
-	opts, err := cnats.ClientSecurity{User: "orch", Password: "pw-orch", CAFile: pki.CA}.Options()
+	opts, err := files.security(t, "orchestrator").Options()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,17 +286,73 @@ func TestSecureRoles(t *testing.T) {
 	}
 	defer nc.Close()
 
-	alice := mustClient(t, api, "alice")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		eps, err := contractnats.Discover(ctx, nc)
+		regions := map[string]int{}
+		for _, ep := range eps {
+			regions[ep.Region]++
+		}
+		if err == nil && regions["ap-south"] == len(chat.ServiceNames) && regions["us-east"] == len(chat.ServiceNames) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("contract servers discovered: %v %v", regions, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	alice := files.client(t, api, "alice")
 	if _, err := alice.CreateConversation(ctx, client.NewConversation{ID: "sec", Title: "sec"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := alice.PostMessage(ctx, "sec", client.NewMessage{ID: "m1", Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
-	migrateAndWait(ctx, t, orchestrator.NewClient(nc, js), "conv/sec", "eu-west")
+	id := migrateAndWait(ctx, t, orchestrator.NewClient(nc, js), "conv/sec", "eu-west").ID
 	got, err := alice.GetConversation(ctx, "sec")
 	if err != nil || got.Region != "eu-west" {
 		t.Fatalf("after: %v %+v", err, got)
+	}
+	// The operator commands connect as the user the environment names.
+	t.Setenv(ops.EnvNATSUser, "admin")
+	t.Setenv(ops.EnvNATSPasswordFile, files.path("nats-admin.password"))
+	t.Setenv(ops.EnvNATSCA, files.path("ca.pem"))
+	if code, out, errs := run(t, "migrate", "status", id, "--nats", url); code != 0 || !strings.Contains(out, "completed") {
+		t.Errorf("migrate status as the admin: exit %d: %s%s", code, out, errs)
+	}
+	if code, out, errs := run(t, "routing", "get", "conv/sec", "--nats", url); code != 0 || !strings.Contains(out, "eu-west") {
+		t.Errorf("routing get as the admin: exit %d: %s%s", code, out, errs)
+	}
+	// A dry run reads the source's digests: the admin may (it changes nothing).
+	if code, out, errs := run(t, "migrate", "start", "conv/sec", "--to", "us-east", "--dry-run", "--nats", url); code != 0 || strings.Contains(out, "FAIL") {
+		t.Errorf("dry run as the admin: exit %d: %s%s", code, out, errs)
+	}
+	t.Setenv(ops.EnvNATSUser, "")
+	t.Setenv(ops.EnvNATSPasswordFile, "")
+	if code, _, _ := run(t, "migrate", "status", id, "--nats", url); code == 0 {
+		t.Error("migrate status without credentials succeeded")
+	}
+	// The projector: nothing without a token of its audience.
+	bearer := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
+	for name, h := range map[string]http.Header{"no token": nil, "API token": bearer(files.token(t, "alice", "api")), "dev token": bearer("user:alice")} {
+		if st, _, body := rawGet(t, proj+"/v1/migrations/"+id, h); st != http.StatusUnauthorized || strings.Contains(body, id) {
+			t.Errorf("projector, %s: %d %.200q, want 401", name, st, body)
+		}
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		st, _, body := rawGet(t, proj+"/v1/migrations/"+id, bearer(files.token(t, "ops", "projector")))
+		if st == http.StatusOK && strings.Contains(body, `"status":"completed"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("projector with its token: %d %.300q", st, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st, _, _ := rawGet(t, proj+"/metrics", bearer("svc:validator:"+files.read(t, certsServiceSecret))); st != http.StatusOK {
+		t.Errorf("projector /metrics with the service identity: %d", st)
 	}
 	rs, err := kvrouting.NewStore(ctx, nc, js, "")
 	if err != nil {
@@ -302,9 +363,12 @@ func TestSecureRoles(t *testing.T) {
 		t.Fatalf("routing: %v %+v", err, doc)
 	}
 	tok := string(doc.Secondary.Lock.Token)
-	for name, r := range map[string]*role{"nats": n, "gateway": gw, "orchestrator": or, "projector": pr} {
+	for name, r := range map[string]*role{"nats": n, "gateway": gw, "orchestrator": or, "projector": pr, "service": svc} {
 		if strings.Contains(r.errs.String(), tok) || strings.Contains(r.out.String(), tok) {
 			t.Errorf("%s logged the lock token whole", name)
+		}
+		if i := strings.Index(strings.ToLower(r.errs.String()), "permissions violation"); i >= 0 {
+			t.Errorf("%s met a permission violation: %.300s", name, r.errs.String()[i:])
 		}
 	}
 }

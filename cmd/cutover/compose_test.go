@@ -300,6 +300,12 @@ func TestComposeFile(t *testing.T) {
 	}
 	var refs []ref
 	roles := map[string]int{}
+	oneShots := map[string]string{}
+	// What `cutover certs` writes, to check the files the services name.
+	certsDir := t.TempDir()
+	if code, _, errs := run(t, "certs", "--dir", certsDir, "--regions", "us-east,eu-west"); code != 0 {
+		t.Fatalf("cutover certs: %s", errs)
+	}
 	names := make([]string, 0, len(services))
 	for n := range services {
 		names = append(names, n)
@@ -318,7 +324,7 @@ func TestComposeFile(t *testing.T) {
 		if _, ok := svc["ports"]; ok {
 			t.Errorf("%s: published ports are meaningless on the host network", name)
 		}
-		for _, d := range strListOpt(t, name+".depends_on", svc["depends_on"]) {
+		for _, d := range dependsOn(t, name, svc["depends_on"]) {
 			if _, ok := services[d]; !ok || d == name {
 				t.Errorf("%s: depends_on %q: no such service", name, d)
 			}
@@ -355,6 +361,11 @@ func TestComposeFile(t *testing.T) {
 		var out, errs bytes.Buffer
 		if code := Run(context.Background(), append(slices.Clone(cmd), "--check-config"), &out, &errs); code != 0 || !strings.Contains(out.String(), "configuration OK") {
 			t.Errorf("%s: `cutover %s --check-config` exit %d: %s%s", name, strings.Join(cmd, " "), code, out.String(), errs.String())
+		}
+		secured(t, name, cmd, svc, certsDir)
+		if role == "certs" || role == "provision" {
+			oneShots[role] = name
+			continue // one-shot: no health check, no listener
 		}
 		switch role {
 		case "nats":
@@ -397,6 +408,9 @@ func TestComposeFile(t *testing.T) {
 		if code := Run(context.Background(), append(slices.Clone(test[2:]), "--check-config"), &hout, &herrs); code != 0 {
 			t.Errorf("%s: healthcheck %v: exit %d: %s", name, test[2:], code, herrs.String())
 		}
+		if _, ok := flagValue(test, "nats"); ok {
+			secured(t, name+" healthcheck", append([]string{"service"}, test[3:]...), svc, certsDir)
+		}
 		if h, ok := flagValue(test, "http"); ok {
 			refs = append(refs, ref{name, "", "healthcheck", urlPort(t, name, h)})
 		}
@@ -422,8 +436,29 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("volume %q declared but unused", v)
 		}
 	}
-	if roles["nats"] != 3 || roles["orchestrator"] < 2 || roles["gateway"] != 1 || roles["projector"] != 1 {
-		t.Errorf("topology %v: want 3 nats, >= 2 orchestrators, a gateway and a projector (as make cluster-test)", roles)
+	if roles["nats"] != 3 || roles["orchestrator"] < 2 || roles["gateway"] != 1 || roles["projector"] != 1 || roles["certs"] != 1 || roles["provision"] != 1 {
+		t.Errorf("topology %v: want certs, 3 nats, provision, >= 2 orchestrators, a gateway and a projector (as make cluster-test)", roles)
+	}
+	// Order: the nats nodes start once the certificates exist, the roles
+	// once the admin has provisioned the streams (transitively).
+	for _, name := range names {
+		svc := services[name].(map[string]any)
+		cmd, _ := svc["command"].([]any)
+		if len(cmd) == 0 || !strings.HasPrefix(fmt.Sprint(svc["image"]), "cutover:") {
+			continue
+		}
+		var want string
+		switch cmd[0] {
+		case "nats":
+			want = oneShots["certs"]
+		case "gateway", "orchestrator", "projector", "service":
+			want = oneShots["provision"]
+		default:
+			continue
+		}
+		if !dependsOnTransitively(t, services, name, want) {
+			t.Errorf("%s does not depend on %s", name, want)
+		}
 	}
 
 	// Prometheus scrapes what the services serve.
@@ -448,6 +483,102 @@ func TestComposeFile(t *testing.T) {
 	users := regexp.MustCompile(`(?m)^USER\s+(\S+)`).FindAllStringSubmatch(string(df), -1)
 	if len(users) == 0 || strings.HasPrefix(users[len(users)-1][1], "0") || users[len(users)-1][1] == "root" {
 		t.Errorf("Dockerfile: the final image does not run as a non-root USER: %v", users)
+	}
+}
+
+// dependsOn is a service's depends_on: a list of names, or a mapping of
+// names to {condition: ...}.
+func dependsOn(t *testing.T, name string, v any) []string {
+	t.Helper()
+	m, ok := v.(map[string]any)
+	if !ok {
+		return strListOpt(t, name+".depends_on", v)
+	}
+	var out []string
+	for d, c := range m {
+		cm, ok := c.(map[string]any)
+		cond, _ := cm["condition"].(string)
+		if !ok || !slices.Contains([]string{"service_started", "service_healthy", "service_completed_successfully"}, cond) {
+			t.Errorf("%s: depends_on %s: condition %v", name, d, c)
+		}
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func dependsOnTransitively(t *testing.T, services map[string]any, from, to string) bool {
+	seen := map[string]bool{}
+	var walk func(string) bool
+	walk = func(n string) bool {
+		if seen[n] {
+			return false
+		}
+		seen[n] = true
+		svc, _ := services[n].(map[string]any)
+		for _, d := range dependsOn(t, n, svc["depends_on"]) {
+			if d == to || walk(d) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(from)
+}
+
+// secured checks one cutover service of the compose file against the
+// secured deployment: the nats nodes take the users file and TLS (routes
+// too), every other role connects as its own user with the CA and no
+// secret on its command line, no role runs --insecure-dev-auth, the
+// gateway and projector take signed tokens, and every file a flag names
+// lies in a volume the service mounts and is one `cutover certs` writes.
+func secured(t *testing.T, name string, cmd []string, svc map[string]any, certsDir string) {
+	t.Helper()
+	if slices.Contains(cmd, "--insecure-dev-auth") {
+		t.Errorf("%s runs --insecure-dev-auth", name)
+	}
+	for _, secret := range []string{"--nats-password", "--auth-secret", "--service-secret", "--secret"} {
+		if slices.Contains(cmd, secret) {
+			t.Errorf("%s has a secret on its command line (%s)", name, secret)
+		}
+	}
+	want := map[string][]string{
+		"nats":         {"users", "tls-cert", "tls-key", "tls-ca", "route-tls"},
+		"provision":    {"nats-user", "nats-password-file", "nats-ca"},
+		"gateway":      {"nats-user", "nats-password-file", "nats-ca", "auth-secret-file", "service-secret-file"},
+		"projector":    {"nats-user", "nats-password-file", "nats-ca", "auth-secret-file", "service-secret-file"},
+		"orchestrator": {"nats-user", "nats-password-file", "nats-ca", "service-secret-file"},
+		"service":      {"nats-user", "nats-password-file", "nats-ca"},
+	}[cmd[0]]
+	for _, f := range want {
+		if !slices.Contains(cmd, "--"+f) {
+			t.Errorf("%s (%s) lacks --%s", name, cmd[0], f)
+		}
+	}
+	mounts := map[string]bool{}
+	for _, v := range strListOpt(t, name+".volumes", svc["volumes"]) {
+		parts := strings.Split(v, ":")
+		if len(parts) >= 2 {
+			mounts[parts[1]] = true
+		}
+	}
+	for i, a := range cmd {
+		if !strings.HasPrefix(a, "--") || i+1 >= len(cmd) || !(strings.HasSuffix(a, "-file") || slices.Contains([]string{"--users", "--tls-cert", "--tls-key", "--tls-ca", "--nats-ca"}, a)) {
+			continue
+		}
+		path := cmd[i+1]
+		dir, file := filepath.Split(path)
+		if !mounts[strings.TrimSuffix(dir, "/")] {
+			t.Errorf("%s: %s %s: no volume mounted at %s", name, a, path, dir)
+		}
+		if _, err := os.Stat(filepath.Join(certsDir, file)); err != nil {
+			t.Errorf("%s: %s %s: `cutover certs` writes no %s", name, a, path, file)
+		}
+	}
+	if u, ok := flagValue(cmd, "nats-user"); ok {
+		if _, err := os.Stat(filepath.Join(certsDir, "nats-"+u+".password")); err != nil {
+			t.Errorf("%s: --nats-user %s: `cutover certs` writes no such user", name, u)
+		}
 	}
 }
 
@@ -490,8 +621,18 @@ func TestAlertRules(t *testing.T) {
 }
 
 // TestCheckConfig: --check-config validates a role's flags without
-// starting it (nothing listens, nothing connects).
+// starting it (nothing listens, nothing connects, no file is read).
 func TestCheckConfig(t *testing.T) {
+	dev := "--insecure-dev-auth"
+	creds := []string{"--nats-user", "o", "--nats-password-file", "/x/pw", "--nats-ca", "/x/ca.pem"}
+	tokens := []string{"--auth-secret-file", "/x/auth", "--service-secret-file", "/x/svc"}
+	with := func(args []string, extra ...[]string) []string {
+		out := slices.Clone(args)
+		for _, e := range extra {
+			out = append(out, e...)
+		}
+		return out
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -500,26 +641,40 @@ func TestCheckConfig(t *testing.T) {
 		{[]string{"nats", "--routes", "nats-route://127.0.0.1:6223"}, 2},
 		{[]string{"nats", "--route-tls", "--cluster-name", "c"}, 2},
 		{[]string{"nats", "--tls-cert", "c.pem"}, 2},
-		{[]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, 0},
-		{[]string{"service", "--region", "EU"}, 2},
-		{[]string{"service", "--region", "eu-west", "--sweep-interval", "-1s"}, 2},
-		{[]string{"orchestrator", "--workers", "0"}, 2},
-		{[]string{"orchestrator", "--api", "ftp://x"}, 2},
-		{[]string{"orchestrator", "--nats-user", "orchestrator"}, 2},
-		{[]string{"orchestrator", "--nats-cert", "c.pem"}, 2},
-		{[]string{"orchestrator", "--nats-user", "o", "--nats-password", "p", "--nats-ca", "/x/ca.pem"}, 0},
-		{[]string{"projector", "--http", "nope"}, 2},
-		{[]string{"projector", "--log-level", "loud"}, 2},
-		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0"}, 0},
-		// A supercluster's roles as separate processes (issue 16).
-		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0", "--placement", "home=us-east,pages=eu-west", "--region-nats", "eu-west=nats://127.0.0.1:4223"}, 0},
-		{[]string{"gateway", "--regions", "us-east,eu-west", "--region-nats", "ap-south=nats://127.0.0.1:4223"}, 2},
-		{[]string{"gateway", "--regions", "us-east,eu-west", "--region-nats", "eu-west"}, 2},
-		{[]string{"orchestrator", "--placement", "home=us-east"}, 0},
-		{[]string{"orchestrator", "--placement", "pages=eu-west"}, 2},
-		{[]string{"orchestrator", "--placement", "home=US East"}, 2},
-		{[]string{"service", "--region", "eu-west", "--placement", "home=us-east,pages=eu-west,tier=x"}, 2},
-		{[]string{"projector", "--placement", "home=us-east"}, 0},
+		{[]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1", dev}, 0},
+		{with([]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, creds), 0},
+		{[]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, 2}, // no credentials
+		{[]string{"service", "--region", "EU", dev}, 2},
+		{[]string{"service", "--region", "eu-west", "--sweep-interval", "-1s", dev}, 2},
+		{[]string{"orchestrator", "--workers", "0", dev}, 2},
+		{[]string{"orchestrator", "--api", "ftp://x", dev}, 2},
+		{[]string{"orchestrator", "--nats-user", "orchestrator"}, 2},                                // no password source
+		{[]string{"orchestrator", "--nats-user", "o", "--nats-password", "p", "--nats-ca", "x"}, 2}, // password on argv
+		{[]string{"orchestrator", "--nats-cert", "c.pem", dev}, 2},
+		{with([]string{"orchestrator"}, creds), 0},
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080"}, creds), 2}, // --api without the service secret
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret-file", "/x/svc"}, creds), 0},
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret", "s"}, creds), 2},
+		{[]string{"projector", "--http", "nope", dev}, 2},
+		{[]string{"projector", "--log-level", "loud", dev}, 2},
+		{with([]string{"projector"}, creds), 2}, // no token secret
+		{with([]string{"projector"}, creds, tokens), 0},
+		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0", dev}, 0},
+		{with([]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0"}, creds, tokens), 0},
+		{with([]string{"gateway", "--http", "127.0.0.1:0", "--auth-secret", "s0123456789abcdef"}, creds, tokens[2:]), 2},
+		// A supercluster's roles as separate processes.
+		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0", "--placement", "home=us-east,pages=eu-west", "--region-nats", "eu-west=nats://127.0.0.1:4223", dev}, 0},
+		{[]string{"gateway", "--regions", "us-east,eu-west", "--region-nats", "ap-south=nats://127.0.0.1:4223", dev}, 2},
+		{[]string{"gateway", "--regions", "us-east,eu-west", "--region-nats", "eu-west", dev}, 2},
+		{[]string{"orchestrator", "--placement", "home=us-east", dev}, 0},
+		{[]string{"orchestrator", "--placement", "pages=eu-west", dev}, 2},
+		{[]string{"orchestrator", "--placement", "home=US East", dev}, 2},
+		{[]string{"service", "--region", "eu-west", "--placement", "home=us-east,pages=eu-west,tier=x", dev}, 2},
+		{[]string{"projector", "--placement", "home=us-east", dev}, 0},
+		{with([]string{"provision", "--regions", "us-east,eu-west"}, creds), 0},
+		{[]string{"provision", "--regions", "US"}, 2},
+		{[]string{"certs", "--dir", "/x/certs"}, 0},
+		{[]string{"certs"}, 2},
 		{[]string{"health", "--http", "http://127.0.0.1:1/"}, 0},
 		{[]string{"health"}, 2},
 	} {
@@ -527,6 +682,53 @@ func TestCheckConfig(t *testing.T) {
 		code := Run(context.Background(), append(slices.Clone(c.args), "--check-config"), &out, &errs)
 		if code != c.code {
 			t.Errorf("%v: exit %d, want %d: %s%s", c.args, code, c.code, out.String(), errs.String())
+		}
+	}
+}
+
+// TestSecureByDefault: the long-running roles refuse to start without
+// real credentials, naming --insecure-dev-auth; with it they start (here:
+// --check-config exits 0) and warn. A secret on the command line is
+// refused, naming the environment variable and the file flag to use.
+func TestSecureByDefault(t *testing.T) {
+	for _, role := range [][]string{{"gateway"}, {"service", "--region", "us-east"}, {"orchestrator"}, {"projector"}} {
+		var out, errs bytes.Buffer
+		code := Run(context.Background(), append(slices.Clone(role), "--check-config"), &out, &errs)
+		if code == 0 || !strings.Contains(errs.String(), "--insecure-dev-auth") || strings.Contains(out.String(), "configuration OK") {
+			t.Errorf("%s without credentials: exit %d: %s%s", role[0], code, out.String(), errs.String())
+		}
+		out.Reset()
+		errs.Reset()
+		code = Run(context.Background(), append(slices.Clone(role), "--insecure-dev-auth", "--check-config"), &out, &errs)
+		if code != 0 || !strings.Contains(out.String(), "configuration OK") || !strings.Contains(errs.String(), "WARNING") {
+			t.Errorf("%s --insecure-dev-auth: exit %d: %s%s", role[0], code, out.String(), errs.String())
+		}
+	}
+	// The gateway with NATS credentials but no token secret still refuses.
+	code, _, errs := run(t, "gateway", "--nats-user", "g", "--nats-password-file", "/x", "--check-config")
+	if code == 0 || !strings.Contains(errs, "--insecure-dev-auth") || !strings.Contains(errs, "CUTOVER_AUTH_SECRET") {
+		t.Errorf("gateway without a token secret: exit %d: %s", code, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		env  string
+	}{
+		{[]string{"gateway", "--insecure-dev-auth", "--service-secret", "x"}, "CUTOVER_SERVICE_SECRET"},
+		{[]string{"gateway", "--insecure-dev-auth", "--auth-secret", "x"}, "CUTOVER_AUTH_SECRET"},
+		{[]string{"projector", "--insecure-dev-auth", "--auth-secret", "x"}, "CUTOVER_AUTH_SECRET"},
+		{[]string{"orchestrator", "--insecure-dev-auth", "--service-secret", "x"}, "CUTOVER_SERVICE_SECRET"},
+		{[]string{"service", "--region", "us-east", "--nats-user", "s", "--nats-password", "x"}, "CUTOVER_NATS_PASSWORD"},
+		{[]string{"health", "--nats", "nats://127.0.0.1:1", "--nats-user", "h", "--nats-password", "x"}, "CUTOVER_NATS_PASSWORD"},
+		{[]string{"provision", "--nats-user", "admin", "--nats-password", "x"}, "CUTOVER_NATS_PASSWORD"},
+		{[]string{"token", "--user", "u", "--secret", "0123456789abcdef0123"}, "CUTOVER_AUTH_SECRET"},
+	} {
+		args := slices.Clone(c.args)
+		if args[0] != "token" {
+			args = append(args, "--check-config")
+		}
+		code, out, errs := run(t, args...)
+		if code != 2 || !strings.Contains(errs, "$"+c.env) || !strings.Contains(errs, "-file") || strings.Contains(out, "OK") {
+			t.Errorf("%v: exit %d: %s%s; want 2 naming $%s and the file flag", c.args, code, out, errs, c.env)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -48,11 +49,18 @@ func TestCrashDurability(t *testing.T) {
 		wg.Wait()
 	}
 	await()
-	gwArgs := []string{"gateway", "--nats", natsURL, "--regions", "us-east,eu-west",
+	// Development identities (NATS without users): this test is about
+	// durability; the validator's secret from a file.
+	secret := filepath.Join(dir, "service.secret")
+	if err := os.WriteFile(secret, []byte(testServiceSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gwArgs := []string{"gateway", "--nats", natsURL, "--regions", "us-east,eu-west", "--insecure-dev-auth", "--service-secret-file", secret,
 		"--http", fmt.Sprintf("127.0.0.1:%d", ports[6]), "--data", filepath.Join(dir, "gw"), "--log-level", "warn"}
 	gw := proctest.Start(t, bin, "gateway", gwArgs...)
 	gw.Await(t, `HTTP API\s+http://`, 30*time.Second)
-	orch := proctest.Start(t, bin, "orchestrator", "orchestrator", "--nats", natsURL, "--api", api, "--workers", "2", "--log-level", "warn")
+	orch := proctest.Start(t, bin, "orchestrator", "orchestrator", "--nats", natsURL, "--api", api, "--workers", "2", "--log-level", "warn",
+		"--insecure-dev-auth", "--service-secret-file", secret)
 	orch.Await(t, `cutover orchestrator`, 30*time.Second)
 	all := append([]*proctest.Proc{gw, orch}, procs...)
 	killAll := func() {

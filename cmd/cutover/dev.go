@@ -36,8 +36,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := checkListenAddr("dashboard", *dashboard); err != nil {
 		return err
 	}
+	// Everything in one process on loopback: development identities (the
+	// roles' --insecure-dev-auth), said so in the banner.
 	scfg := system.Config{Regions: splitList(*regions), HTTPAddr: *httpAddr, Cluster: *cluster, NATSPort: *natsPort, DashboardAddr: *dashboard,
-		Supercluster: sc, WAN: wan}
+		Supercluster: sc, WAN: wan, InsecureDevAuth: true, ServiceSecret: os.Getenv(serviceSecretEnv)}
 	if err := queue.apply(&scfg); err != nil {
 		return err
 	}
@@ -63,6 +65,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "  NATS      %s\n", sys.NATSURL)
 	fmt.Fprintf(stdout, "  HTTP API  %s   (try: curl -s -H 'Authorization: Bearer user:alice' -H 'Content-Type: application/json' -X POST %s/v1/conversations -d '{\"title\":\"hello\"}')\n", sys.APIURL, sys.APIURL)
 	fmt.Fprintf(stdout, "  dashboard %s/   (read models: %s/v1/migrations)\n", sys.DashboardURL, sys.DashboardURL)
+	fmt.Fprintln(stdout, "  auth      INSECURE development identities (--insecure-dev-auth): `Bearer user:<id>` with no secret, NATS without users, dashboard open")
+	fmt.Fprintf(stdout, "            /metrics: -H 'Authorization: Bearer svc:validator:%s' (this run's random service secret)\n", cfg.ServiceSecret)
 	fmt.Fprintf(stdout, "  data      %s\n", dir)
 	fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	select {

@@ -24,7 +24,9 @@ func TestAPIDocExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	vars := map[string]string{"$API": s.api}
+	// The doc's shell variables, and the secret the doc tells the reader
+	// to export (the test system's).
+	vars := map[string]string{"$API": s.api, "$CUTOVER_SERVICE_SECRET": testServiceSecret}
 	var lines []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -37,7 +39,11 @@ func TestAPIDocExamples(t *testing.T) {
 			k, v, _ := strings.Cut(strings.TrimPrefix(l, "export "), "=")
 			v, _, _ = strings.Cut(v, "   #")
 			if k != "API" { // the test's server, not the doc's 127.0.0.1:8080
-				vars["$"+k] = strings.Trim(strings.TrimSpace(v), "'\"")
+				v = strings.Trim(strings.TrimSpace(v), "'\"")
+				for name, val := range vars {
+					v = strings.ReplaceAll(v, name, val)
+				}
+				vars["$"+k] = v
 			}
 			continue
 		}

@@ -44,7 +44,8 @@ func parse(fs *flag.FlagSet, args []string) error {
 const defaultNATS = "nats://127.0.0.1:4222"
 
 func natsFlag(fs *flag.FlagSet) *string {
-	return fs.String("nats", defaultNATS, "NATS URL(s) of the deployment, comma separated")
+	return fs.String("nats", defaultNATS, "NATS URL(s) of the deployment, comma separated; a secured deployment's user from $"+ops.EnvNATSUser+
+		" with $"+ops.EnvNATSPassword+" or $"+ops.EnvNATSPasswordFile+", its CA from $"+ops.EnvNATSCA)
 }
 
 // parseArgs parses flags that may come before, between or after the

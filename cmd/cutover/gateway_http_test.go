@@ -77,8 +77,8 @@ func TestGatewayHTTPEdges(t *testing.T) {
 }
 
 // metricsAuth is what a scrape of the API's /metrics sends: the
-// validator's service identity with `cutover dev`'s default secret.
-var metricsAuth = http.Header{"Authorization": {"Bearer svc:validator:dev-secret"}}
+// validator's service identity with the tests' secret.
+var metricsAuth = http.Header{"Authorization": {"Bearer svc:validator:" + testServiceSecret}}
 
 // rawGet sends a GET with the path as written and never follows a redirect.
 func rawGet(t *testing.T, url string, h http.Header) (int, http.Header, string) {

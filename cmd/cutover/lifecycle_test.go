@@ -32,7 +32,7 @@ func TestOrchestratorExitsWhenAWorkerFails(t *testing.T) {
 	var out, errs bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, []string{"orchestrator", "--nats", srv.ClientURL(), "--workers", "1", "--log-level", "error"}, &out, &errs)
+		done <- Run(ctx, []string{"orchestrator", "--nats", srv.ClientURL(), "--workers", "1", "--log-level", "error", "--insecure-dev-auth"}, &out, &errs)
 	}()
 	select {
 	case code := <-done:

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,29 +41,49 @@ func init() {
 type roleFlags struct {
 	nats     *string
 	logLevel *string
-	// Security of the NATS connection (issue 8; nats/security.go).
-	user, password         *string
+	// Security of the NATS connection (nats/security.go).
+	user                   *string
+	password               *secretFlag
 	tlsCA, tlsCert, tlsKey *string
 	checkConfig            *bool
-	// placement: a supercluster's stream placement (issue 16).
+	// insecure is --insecure-dev-auth (nil for commands without it).
+	insecure *bool
+	// placement: a supercluster's stream placement.
 	placement *string
 }
-
-// passwordEnv supplies --nats-password when the flag is not given (flags
-// are visible in the process list).
-const passwordEnv = "CUTOVER_NATS_PASSWORD"
 
 func addRoleFlags(fs *flag.FlagSet) roleFlags {
 	return roleFlags{
 		nats:        fs.String("nats", defaultNATS, "NATS URL(s) of the deployment, comma separated"),
 		logLevel:    fs.String("log-level", "info", "log level: debug, info, warn or error (logs go to stderr)"),
-		user:        fs.String("nats-user", "", "NATS user (its identity's permissions apply: routing, orchestrator, service, reader)"),
-		password:    fs.String("nats-password", "", "NATS password (default $"+passwordEnv+", which keeps it out of the process list)"),
+		user:        fs.String("nats-user", "", "NATS user (its identity's permissions apply: admin, routing, orchestrator, service, reader)"),
+		password:    addSecret(fs, "nats-password", passwordEnv, "password of --nats-user"),
 		tlsCA:       fs.String("nats-ca", "", "CA certificate (PEM) verifying the NATS servers; enables TLS"),
 		tlsCert:     fs.String("nats-cert", "", "client certificate (PEM) for servers that verify clients"),
 		tlsKey:      fs.String("nats-key", "", "key of --nats-cert"),
 		checkConfig: addCheckConfig(fs),
 	}
+}
+
+// addInsecure adds --insecure-dev-auth to a long-running role: without it
+// the role refuses to start without real credentials.
+func (rf *roleFlags) addInsecure(fs *flag.FlagSet) {
+	rf.insecure = fs.Bool("insecure-dev-auth", false, "DEVELOPMENT ONLY: run without credentials (NATS without a user; the gateway accepts `Bearer user:<id>` "+
+		"with no secret; the projector's HTTP is open). Without it the role refuses to start without real credentials")
+}
+
+// isInsecure reports --insecure-dev-auth.
+func (rf roleFlags) isInsecure() bool { return rf.insecure != nil && *rf.insecure }
+
+// insecureWarning is what a role says when it runs with development
+// identities.
+func insecureWarning(w io.Writer, role string) {
+	fmt.Fprintf(w, "cutover %s: WARNING: --insecure-dev-auth: development identities, no credentials required; never run this in production\n", role)
+}
+
+// errNoCredentials is the refusal of a role started without credentials.
+func errNoCredentials(role, missing string) error {
+	return fmt.Errorf("%w: cutover %s refuses to start without %s; --insecure-dev-auth runs it without credentials (development only)", errUsage, role, missing)
 }
 
 // addPlacement adds --placement to a role that provisions streams.
@@ -103,19 +125,40 @@ func addCheckConfig(fs *flag.FlagSet) *bool {
 	return fs.Bool("check-config", false, "validate the flags and exit 0 without starting (files and the network are not checked)")
 }
 
-// security is the connection's security, checked for consistency.
-func (rf roleFlags) security() (cnats.ClientSecurity, error) {
-	s := cnats.ClientSecurity{User: *rf.user, Password: *rf.password, CAFile: *rf.tlsCA, CertFile: *rf.tlsCert, KeyFile: *rf.tlsKey}
-	if s.Password == "" && s.User != "" {
-		s.Password = os.Getenv(passwordEnv)
-	}
-	if (s.User == "") != (s.Password == "") {
-		return s, fmt.Errorf("%w: --nats-user and --nats-password (or $%s) go together", errUsage, passwordEnv)
+// security is the connection's security, checked for consistency; the
+// password is not read (loadPassword does, after --check-config). A role
+// with --insecure-dev-auth available refuses to go on without a NATS user
+// unless it is given.
+func (rf roleFlags) security(role string) (cnats.ClientSecurity, error) {
+	s := cnats.ClientSecurity{User: *rf.user, CAFile: *rf.tlsCA, CertFile: *rf.tlsCert, KeyFile: *rf.tlsKey}
+	if err := rf.password.check(); err != nil {
+		return s, err
 	}
 	if (s.CertFile == "") != (s.KeyFile == "") {
 		return s, fmt.Errorf("%w: --nats-cert and --nats-key go together", errUsage)
 	}
+	switch {
+	case s.User != "" && !rf.password.given():
+		return s, fmt.Errorf("%w: --nats-user needs its password: set $%s or give --nats-password-file FILE", errUsage, passwordEnv)
+	case s.User == "" && *rf.password.file != "":
+		return s, fmt.Errorf("%w: --nats-password-file without --nats-user", errUsage)
+	case s.User == "" && rf.insecure != nil && !*rf.insecure:
+		return s, errNoCredentials(role, "NATS credentials (--nats-user with --nats-password-file or $"+passwordEnv+")")
+	}
 	return s, nil
+}
+
+// loadPassword reads the NATS password of s.User. Errors: secretFlag.value's.
+func (rf roleFlags) loadPassword(s *cnats.ClientSecurity) error {
+	if s.User == "" {
+		return nil
+	}
+	pw, err := rf.password.value(0)
+	if err != nil {
+		return err
+	}
+	s.Password = pw
+	return nil
 }
 
 // configChecked reports the result of --check-config: the flags parsed
@@ -123,6 +166,12 @@ func (rf roleFlags) security() (cnats.ClientSecurity, error) {
 func configChecked(stdout io.Writer, role string) error {
 	fmt.Fprintf(stdout, "cutover %s: configuration OK\n", role)
 	return nil
+}
+
+// httpHostsFlag adds --http-hosts to a role with an HTTP listener.
+func httpHostsFlag(fs *flag.FlagSet) *string {
+	return fs.String("http-hosts", "", "Host names the HTTP listener accepts besides localhost, 127.0.0.1 and [::1] (comma separated; "+
+		"a loopback listener refuses any other, against DNS rebinding)")
 }
 
 // newLogger returns a text logger to w at level.
@@ -154,7 +203,8 @@ func runNATSRole(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tlsCA := fs.String("tls-ca", "", "CA certificate (PEM) for --tls-verify-clients and --route-tls")
 	verifyClients := fs.Bool("tls-verify-clients", false, "require client certificates signed by --tls-ca")
 	routeTLS := fs.Bool("route-tls", false, "mutual TLS on cluster routes with --tls-cert/--tls-key, peers verified against --tls-ca")
-	usersFile := fs.String("users", "", "JSON file of users [{\"name\",\"password\",\"identity\"}] (identities: routing, orchestrator, service, reader); empty = no authentication")
+	usersFile := fs.String("users", "", "JSON file of users [{\"name\",\"password\" (a bcrypt hash),\"identity\",\"regions\"}] (identities: admin, routing, orchestrator, service, reader; "+
+		"`cutover certs` writes one); empty = no authentication")
 	checkConfig := addCheckConfig(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -227,22 +277,41 @@ func natsSecurity(opts cnats.Options, ca, cert, key string, verifyClients, route
 		if err != nil {
 			return sec, err
 		}
-		var us []struct {
-			Name     string `json:"name"`
-			Password string `json:"password"`
-			Identity string `json:"identity"`
-		}
-		if err := json.Unmarshal(b, &us); err != nil {
+		us, err := parseUsers(b)
+		if err != nil {
 			return sec, fmt.Errorf("%w: --users %s: %w", errUsage, usersFile, err)
 		}
-		for _, u := range us {
-			sec.Users = append(sec.Users, cnats.User{Name: u.Name, Password: u.Password, Identity: cnats.Identity(u.Identity)})
-		}
+		sec.Users = us
 	}
 	if err := sec.Validate(); err != nil {
 		return sec, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return sec, nil
+}
+
+// usersEntry is one user of a --users file.
+type usersEntry struct {
+	Name string `json:"name"`
+	// Password is a bcrypt hash (`cutover certs` writes them).
+	Password string   `json:"password"`
+	Identity string   `json:"identity"`
+	Regions  []string `json:"regions,omitempty"`
+}
+
+// parseUsers reads a --users file: a JSON list of usersEntry, unknown
+// fields refused.
+func parseUsers(b []byte) ([]cnats.User, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var us []usersEntry
+	if err := dec.Decode(&us); err != nil {
+		return nil, err
+	}
+	out := make([]cnats.User, 0, len(us))
+	for _, u := range us {
+		out = append(out, cnats.User{Name: u.Name, Password: u.Password, Identity: cnats.Identity(u.Identity), Regions: u.Regions})
+	}
+	return out, nil
 }
 
 // ------------------------------------------------------------------ service
@@ -251,6 +320,7 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := newFlags("service", "service --region R [--data DIR] [--nats URL] [--log-level L]\n\nOne region's chat services (conversations, messages, reactions, readstate, media) serving the\nmigration contract (export, import, fences, digests, cleanup) over NATS. They have no HTTP API:\n`cutover gateway` serves the API with its own in-process services, so never run `service` for a\nregion that a gateway serves.", stdout)
 	rf := addRoleFlags(fs)
 	rf.addPlacement(fs)
+	rf.addInsecure(fs)
 	region := fs.String("region", "", "the region served (required)")
 	data := fs.String("data", "", "data directory of the region's Pebble stores (empty = in memory, lost at exit)")
 	sweep := addSweepFlag(fs)
@@ -263,7 +333,7 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := parseRegion("region", *region); err != nil {
 		return err
 	}
-	sec, err := rf.security()
+	sec, err := rf.security("service")
 	if err != nil {
 		return err
 	}
@@ -277,8 +347,14 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if _, err := newLogger(*rf.logLevel, io.Discard); err != nil {
 		return err
 	}
+	if rf.isInsecure() {
+		insecureWarning(stderr, "service")
+	}
 	if *rf.checkConfig {
 		return configChecked(stdout, "service")
+	}
+	if err := rf.loadPassword(&sec); err != nil {
+		return err
 	}
 	log, err := newLogger(*rf.logLevel, stderr)
 	if err != nil {
@@ -317,9 +393,10 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	fs := newFlags("orchestrator", "orchestrator [--workers N] [--api URL] [--nats URL] [--log-level L]\n\nPhase-engine workers (paper 001 Algorithm 1) sharing the durable consumers of MIGRATION_CMDS\nand MIGRATION_WORK: run as many processes as you like, any worker resumes any migration.\nPre-cutover validation reads the services' digests through the migration contract, or through\nthe user-facing API (the path users take, paper 001 §5.3) when --api is given.", stdout)
 	rf := addRoleFlags(fs)
 	rf.addPlacement(fs)
+	rf.addInsecure(fs)
 	workers := fs.Int("workers", 2, "workers in this process")
 	apiURL := fs.String("api", "", "base URL of the user-facing API to validate through (empty = the contract)")
-	secret := fs.String("service-secret", "dev-secret", "secret of the validator's service identity at the API")
+	secret := addSecret(fs, "service-secret", serviceSecretEnv, "secret of the validator's service identity at the API (needed with --api)")
 	convergence := fs.String("convergence", orchestrator.ConvergenceFence, "Phase 1's wait: fence (no cache waited for; the stores' fences stand in) or ttl (every routing cache expires first, the paper's wait)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -336,7 +413,13 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	if *apiURL != "" && !strings.HasPrefix(*apiURL, "http://") && !strings.HasPrefix(*apiURL, "https://") {
 		return fmt.Errorf("%w: --api must be an http(s) URL", errUsage)
 	}
-	sec, err := rf.security()
+	if err := secret.check(); err != nil {
+		return err
+	}
+	if *apiURL != "" && !secret.given() {
+		return fmt.Errorf("%w: --api validates through the API as its service identity: set $%s or give --service-secret-file FILE", errUsage, serviceSecretEnv)
+	}
+	sec, err := rf.security("orchestrator")
 	if err != nil {
 		return err
 	}
@@ -347,8 +430,20 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	if _, err := newLogger(*rf.logLevel, io.Discard); err != nil {
 		return err
 	}
+	if rf.isInsecure() {
+		insecureWarning(stderr, "orchestrator")
+	}
 	if *rf.checkConfig {
 		return configChecked(stdout, "orchestrator")
+	}
+	if err := rf.loadPassword(&sec); err != nil {
+		return err
+	}
+	svcSecret := ""
+	if *apiURL != "" {
+		if svcSecret, err = secret.value(minSecret); err != nil {
+			return err
+		}
 	}
 	log, err := newLogger(*rf.logLevel, stderr)
 	if err != nil {
@@ -357,7 +452,7 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	// The orchestrator serves no region. One region is enough for the
 	// locker's convergence delay (max cache TTL + replication bound, the
 	// same settings in every role) and provisions no read replica.
-	cfg := &system.Config{Regions: []string{"us-east"}, Workers: *workers, ServiceSecret: *secret, Logger: log}
+	cfg := &system.Config{Regions: []string{"us-east"}, Workers: *workers, ServiceSecret: svcSecret, Logger: log}
 	cfg.Home, cfg.PagesRegion = place.Home, place.PagesRegion
 	cfg.Orchestrator.Convergence = *convergence
 	if err := cfg.EnsureDefaults(); err != nil {
@@ -389,6 +484,62 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	})
 }
 
+// ------------------------------------------------------------------ HTTP auth
+
+// httpAuth are the secrets of a role with an HTTP listener (gateway,
+// projector): the HMAC secret of signed user tokens, the validator's
+// service secret, and the Host names besides loopback's.
+type httpAuth struct {
+	auth, service *secretFlag
+	hosts         *string
+}
+
+func addHTTPAuth(fs *flag.FlagSet) httpAuth {
+	return httpAuth{
+		auth:    addSecret(fs, "auth-secret", authSecretEnv, "HMAC secret of signed user tokens (`cutover token`)"),
+		service: addSecret(fs, "service-secret", serviceSecretEnv, "secret of the validator's service identity (/metrics, /v1/internal)"),
+		hosts:   httpHostsFlag(fs),
+	}
+}
+
+// check validates the flags: no secret on the command line, and signed
+// tokens unless insecure.
+func (h httpAuth) check(role string, insecure bool) error {
+	if err := errors.Join(h.auth.check(), h.service.check()); err != nil {
+		return err
+	}
+	if !insecure && !h.auth.given() {
+		return errNoCredentials(role, "a token secret (signed user tokens: set $"+authSecretEnv+" or give --auth-secret-file FILE)")
+	}
+	return nil
+}
+
+// apply reads the secrets into cfg (InsecureDevAuth set when insecure).
+func (h httpAuth) apply(cfg *system.Config, insecure bool) error {
+	var err error
+	if cfg.AuthSecret, err = h.auth.value(minSecret); err != nil {
+		return err
+	}
+	if cfg.ServiceSecret, err = h.service.value(minSecret); err != nil {
+		return err
+	}
+	cfg.InsecureDevAuth = insecure
+	cfg.HTTP.Hosts = splitList(*h.hosts)
+	return nil
+}
+
+// authLine says how the role authenticates, for its banner.
+func authLine(cfg *system.Config, audience string) string {
+	if cfg.AuthSecret == "" {
+		return "INSECURE development identities (--insecure-dev-auth)"
+	}
+	svc := "no service identity (no service secret)"
+	if cfg.ServiceSecret != "" {
+		svc = "service identity validator"
+	}
+	return "signed user tokens (audience " + audience + "), " + svc
+}
+
 // ------------------------------------------------------------------ projector
 
 // projectorAddr is the projector's HTTP listen address.
@@ -398,15 +549,20 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs := newFlags("projector", "projector [--http ADDR] [--nats URL] [--log-level L]\n\nFolds MIGRATION_EVENTS into read models (rebuilt from sequence 1 at start) and serves them:\n  GET /v1/migrations[?status=S&resource=R&limit=N]   recent migrations, newest first\n  GET /v1/migrations/{id}                            one migration with its timeline\n  GET /v1/tenants/{id}                               a tenant fan-out's progress\n  GET /metrics                                       Prometheus (phase durations, rollbacks, ...)", stdout)
 	rf := addRoleFlags(fs)
 	rf.addPlacement(fs)
+	rf.addInsecure(fs)
 	addr := fs.String("http", "127.0.0.1:8081", "HTTP listen address")
+	ha := addHTTPAuth(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	sec, err := rf.security()
+	sec, err := rf.security("projector")
 	if err != nil {
+		return err
+	}
+	if err := ha.check("projector", rf.isInsecure()); err != nil {
 		return err
 	}
 	var place system.Config
@@ -419,14 +575,23 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 	if _, err := newLogger(*rf.logLevel, io.Discard); err != nil {
 		return err
 	}
+	if rf.isInsecure() {
+		insecureWarning(stderr, "projector")
+	}
 	if *rf.checkConfig {
 		return configChecked(stdout, "projector")
+	}
+	if err := rf.loadPassword(&sec); err != nil {
+		return err
 	}
 	log, err := newLogger(*rf.logLevel, stderr)
 	if err != nil {
 		return err
 	}
 	cfg := &system.Config{Logger: log}
+	if err := ha.apply(cfg, rf.isInsecure()); err != nil {
+		return err
+	}
 	cfg.Home, cfg.PagesRegion = place.Home, place.PagesRegion
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
@@ -442,6 +607,7 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintln(stdout, "cutover projector: read models of "+events.EventStream)
 		fmt.Fprintf(stdout, "  NATS      %s\n", ep.URL)
 		fmt.Fprintf(stdout, "  HTTP      http://%s/v1/migrations   (also /v1/migrations/{id}, /v1/tenants/{id}, /metrics)\n", hs.Addr)
+		fmt.Fprintf(stdout, "  auth      %s\n", authLine(cfg, "projector"))
 		fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	})
 }
@@ -449,14 +615,14 @@ func runProjectorRole(ctx context.Context, args []string, stdout, stderr io.Writ
 // ------------------------------------------------------------------ gateway
 
 func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("gateway", "gateway --regions a,b [--http ADDR] [--data DIR] [--nats URL] [--queue-writes D] [--log-level L]\n\nThe user-facing HTTP API. In this codebase the API dispatches to in-process chat.Region objects,\nso a gateway also runs the listed regions' chat services (and serves their migration contract\nover NATS): gateway = services + API in one process. Do not also run `cutover service` for these\nregions. The first region is the routing bucket's write region and where new conversations are\ncreated; the others read their KV mirror (read replica). /metrics is served next to the API,\nto service identities only (Authorization: Bearer svc:validator:<--service-secret>).", stdout)
+	fs := newFlags("gateway", "gateway --regions a,b [--http ADDR] [--data DIR] [--nats URL] [--queue-writes D] [--log-level L]\n\nThe user-facing HTTP API. In this codebase the API dispatches to in-process chat.Region objects,\nso a gateway also runs the listed regions' chat services (and serves their migration contract\nover NATS): gateway = services + API in one process. Do not also run `cutover service` for these\nregions. The first region is the routing bucket's write region and where new conversations are\ncreated; the others read their KV mirror (read replica). /metrics is served next to the API,\nto service identities only (Authorization: Bearer svc:validator:<$CUTOVER_SERVICE_SECRET>).\n\nIt refuses to start without NATS credentials and a token secret unless --insecure-dev-auth is given.", stdout)
 	rf := addRoleFlags(fs)
 	rf.addPlacement(fs)
+	rf.addInsecure(fs)
 	regions := fs.String("regions", "us-east,eu-west", "regions served, comma separated; the first is the write region")
 	addr := fs.String("http", "127.0.0.1:8080", "HTTP listen address of the API")
 	data := fs.String("data", "", "data directory of the regions' Pebble stores (empty = in memory, lost at exit)")
-	secret := fs.String("service-secret", "dev-secret", "secret of the validator's service identity")
-	authSecret := fs.String("auth-secret", os.Getenv("CUTOVER_AUTH_SECRET"), "HMAC secret of signed user tokens (`cutover token`); empty = development tokens user:<id> (env CUTOVER_AUTH_SECRET)")
+	ha := addHTTPAuth(fs)
 	regionNATS := fs.String("region-nats", "", "in a supercluster: R=URL[,R=URL] connects region R's services to R's own cluster (the others use --nats); give --placement too")
 	sweep := addSweepFlag(fs)
 	queue := addQueueFlags(fs)
@@ -487,8 +653,11 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		regionURLs[r] = u
 	}
-	sec, err := rf.security()
+	sec, err := rf.security("gateway")
 	if err != nil {
+		return err
+	}
+	if err := ha.check("gateway", rf.isInsecure()); err != nil {
 		return err
 	}
 	var place system.Config
@@ -501,21 +670,27 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *sweep < 0 {
 		return fmt.Errorf("%w: --sweep-interval must be >= 0", errUsage)
 	}
-	if *authSecret != "" && len(*authSecret) < 16 {
-		return fmt.Errorf("%w: --auth-secret must be at least 16 bytes", errUsage)
-	}
 	if _, err := newLogger(*rf.logLevel, io.Discard); err != nil {
 		return err
 	}
+	if rf.isInsecure() {
+		insecureWarning(stderr, "gateway")
+	}
 	if *rf.checkConfig {
 		return configChecked(stdout, "gateway")
+	}
+	if err := rf.loadPassword(&sec); err != nil {
+		return err
 	}
 	log, err := newLogger(*rf.logLevel, stderr)
 	if err != nil {
 		return err
 	}
-	cfg := &system.Config{Regions: rs, DataDir: *data, HTTPAddr: *addr, ServiceSecret: *secret, AuthSecret: *authSecret, Logger: log,
+	cfg := &system.Config{Regions: rs, DataDir: *data, HTTPAddr: *addr, Logger: log,
 		QueueWrites: qc.QueueWrites, QueueMax: qc.QueueMax}
+	if err := ha.apply(cfg, rf.isInsecure()); err != nil {
+		return err
+	}
 	cfg.Home, cfg.PagesRegion = place.Home, place.PagesRegion
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
@@ -534,6 +709,7 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stdout, "cutover gateway: regions %s (write region %s), services + HTTP API\n", strings.Join(rs, ", "), rs[0])
 		fmt.Fprintf(stdout, "  NATS      %s\n", ep.URL)
 		fmt.Fprintf(stdout, "  HTTP API  http://%s   (/metrics too, for service identities)\n", hs.Addr)
+		fmt.Fprintf(stdout, "  auth      %s\n", authLine(cfg, "api"))
 		fmt.Fprintf(stdout, "  data      %s\n", dataLine(*data))
 		fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	})
@@ -575,12 +751,15 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if (*httpURL == "") == !natsSet {
 		return fmt.Errorf("%w: give one of --http or --nats", errUsage)
 	}
-	sec, err := rf.security()
+	sec, err := rf.security("health")
 	if err != nil {
 		return err
 	}
 	if *rf.checkConfig {
 		return configChecked(stdout, "health")
+	}
+	if err := rf.loadPassword(&sec); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

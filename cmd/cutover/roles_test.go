@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -90,12 +92,21 @@ func TestRolesTogether(t *testing.T) {
 		t.Skip("end to end")
 	}
 	t.Parallel()
+	// Development identities (--insecure-dev-auth) on a server without
+	// users; the validator's secret from a file (TestSecureRoles: the
+	// secured deployment).
+	secretFile := filepath.Join(t.TempDir(), "service.secret")
+	if err := os.WriteFile(secretFile, []byte(testServiceSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	n := startRole(t, "nats", "--port", "0")
 	url := n.await(t, `NATS\s+(nats://\S+)`)
-	gw := startRole(t, "gateway", "--nats", url, "--regions", "us-east,eu-west", "--http", "127.0.0.1:0", "--log-level", "warn")
+	gw := startRole(t, "gateway", "--nats", url, "--regions", "us-east,eu-west", "--http", "127.0.0.1:0", "--log-level", "warn",
+		"--insecure-dev-auth", "--service-secret-file", secretFile)
 	api := "http://" + gw.await(t, `HTTP API\s+http://(\S+)`)
-	startRole(t, "orchestrator", "--nats", url, "--api", api, "--workers", "1", "--log-level", "warn").await(t, `(cutover orchestrator)`)
-	pr := startRole(t, "projector", "--nats", url, "--http", "127.0.0.1:0", "--log-level", "warn")
+	startRole(t, "orchestrator", "--nats", url, "--api", api, "--workers", "1", "--log-level", "warn",
+		"--insecure-dev-auth", "--service-secret-file", secretFile).await(t, `(cutover orchestrator)`)
+	pr := startRole(t, "projector", "--nats", url, "--http", "127.0.0.1:0", "--log-level", "warn", "--insecure-dev-auth")
 	proj := "http://" + pr.await(t, `HTTP\s+http://(\S+)/v1/migrations`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -34,6 +34,9 @@ func TestSuperclusterProcesses(t *testing.T) {
 	const home, away = "us-east", "eu-west"
 	dir := t.TempDir()
 	bin := proctest.Binary(t, dir)
+	// Every region's server takes the same users and TLS on client
+	// connections (`cutover certs`); the roles connect with credentials.
+	files := writeSecureFiles(t, filepath.Join(dir, "certs"))
 	ports := proctest.FreePorts(t, 6) // client, route, gateway per region
 	regions := []string{home, away}
 	// proxies[i] carries the gateway link that the other region solicits
@@ -56,6 +59,7 @@ func TestSuperclusterProcesses(t *testing.T) {
 			"--cluster-name", r, "--cluster-port", fmt.Sprint(route), "--routes", fmt.Sprintf("nats-route://127.0.0.1:%d", route),
 			"--gateway-port", fmt.Sprint(gw), "--gateway", regions[other] + "=nats://" + proxies[other].Addr(),
 			"--gateway-advertise", "127.0.0.1:1"}
+		args = append(args, files.natsFlags()[:6]...) // users and client TLS (no route TLS: one node per region)
 		procs = append(procs, proctest.Start(t, bin, "nats-"+r, args...))
 	}
 	for _, p := range procs {
@@ -63,8 +67,13 @@ func TestSuperclusterProcesses(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// The test provisions as the admin (the only identity that may).
+	adminOpts, err := files.security(t, "admin").Options()
+	if err != nil {
+		t.Fatal(err)
+	}
 	connect := func(i int) (jetstream.JetStream, func()) {
-		nc, js, err := cnats.Connect(ctx, fmt.Sprintf("nats://127.0.0.1:%d", ports[3*i]))
+		nc, js, err := cnats.Connect(ctx, fmt.Sprintf("nats://127.0.0.1:%d", ports[3*i]), adminOpts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,10 +150,14 @@ func TestSuperclusterProcesses(t *testing.T) {
 	// the in-process supercluster (PAGES in eu-west, the importing region).
 	placement := "home=" + home + ",pages=" + away
 	homeURL, awayURL := fmt.Sprintf("nats://127.0.0.1:%d", ports[0]), fmt.Sprintf("nats://127.0.0.1:%d", ports[3])
-	gw := proctest.Start(t, bin, "gateway", "gateway", "--nats", homeURL, "--regions", home+","+away, "--placement", placement,
-		"--region-nats", away+"="+awayURL, "--http", "127.0.0.1:0", "--data", filepath.Join(dir, "gateway"))
+	prov := proctest.Start(t, bin, "provision", append([]string{"provision", "--nats", homeURL, "--regions", home + "," + away, "--placement", placement},
+		files.creds("admin")...)...)
+	prov.Await(t, `(cutover provision: .* provisioned)`, 90*time.Second)
+	gw := proctest.Start(t, bin, "gateway", append(append([]string{"gateway", "--nats", homeURL, "--regions", home + "," + away, "--placement", placement,
+		"--region-nats", away + "=" + awayURL, "--http", "127.0.0.1:0", "--data", filepath.Join(dir, "gateway")}, files.creds("gateway")...), files.secrets()...)...)
 	api := "http://" + gw.Await(t, `HTTP API\s+http://(\S+)`, 90*time.Second)
-	orch := proctest.Start(t, bin, "orchestrator", "orchestrator", "--nats", homeURL, "--placement", placement, "--workers", "2")
+	orch := proctest.Start(t, bin, "orchestrator", append([]string{"orchestrator", "--nats", homeURL, "--placement", placement, "--workers", "2"},
+		files.creds("orchestrator")...)...)
 	orch.Await(t, `(cutover orchestrator)`, 90*time.Second)
 	for stream, want := range map[string]string{contractnats.PagesStream: away, events.EventStream: home} {
 		st, err := jsHome.Stream(ctx, stream)
@@ -156,11 +169,15 @@ func TestSuperclusterProcesses(t *testing.T) {
 		}
 	}
 	const conv, n = "sc-1", 12
-	seeder := mustClient(t, api, "seed")
+	seeder := files.client(t, api, "seed")
 	if err := (workload.Seeder{Client: seeder, Users: []string{"u0", "u1"}}).All(ctx, []workload.Conv{{ID: conv, Size: n}}, nil); err != nil {
 		t.Fatalf("seed: %v", err)
 	}
-	ncHome, jsh, err := cnats.Connect(ctx, homeURL)
+	orchOpts, err := files.security(t, "orchestrator").Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ncHome, jsh, err := cnats.Connect(ctx, homeURL, orchOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}

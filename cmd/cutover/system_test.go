@@ -26,9 +26,12 @@ type testSystem struct {
 	sys  *system.System
 }
 
+// testServiceSecret is the validator's secret of the tests' systems.
+const testServiceSecret = "test-service-secret-0123456789"
+
 func startSystem(t *testing.T, mods ...func(*system.Config)) *testSystem {
 	t.Helper()
-	cfg := system.Config{InMemory: true}
+	cfg := system.Config{InMemory: true, ServiceSecret: testServiceSecret}
 	for _, m := range mods {
 		m(&cfg)
 	}

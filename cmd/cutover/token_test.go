@@ -2,6 +2,8 @@ package main
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -29,14 +31,40 @@ func TestSignedTokens(t *testing.T) {
 	if code := post("user:alice"); code != http.StatusUnauthorized {
 		t.Fatalf("dev token with an auth secret: %d, want 401", code)
 	}
-	code, out, errs := run(t, "token", "--user", "alice", "--secret", secret)
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	secretFile, short := file("auth.secret", secret), file("short", "short")
+	code, out, errs := run(t, "token", "--user", "alice", "--secret-file", secretFile)
 	if code != 0 {
 		t.Fatalf("token: %d %s", code, errs)
 	}
 	if code := post(strings.TrimSpace(out)); code != http.StatusCreated {
 		t.Fatalf("signed token: %d, want 201", code)
 	}
-	if code, _, _ := run(t, "token", "--user", "alice", "--secret", "short"); code != 2 {
-		t.Fatalf("short secret: exit %d, want 2", code)
+	// A token for the projector does not open the API.
+	_, out, _ = run(t, "token", "--user", "alice", "--secret-file", secretFile, "--audience", "projector")
+	if code := post(strings.TrimSpace(out)); code != http.StatusUnauthorized {
+		t.Fatalf("projector token at the API: %d, want 401", code)
+	}
+	for _, bad := range [][]string{
+		{"--secret-file", short},                          // too short
+		{"--secret", secret},                              // on the command line
+		{"--secret-file", secretFile, "--ttl", "25h"},     // above the maximum
+		{"--secret-file", secretFile, "--audience", "db"}, // unknown audience
+		{}, // no secret at all
+	} {
+		code, out, errs := run(t, append([]string{"token", "--user", "alice"}, bad...)...)
+		if code != 2 || out != "" {
+			t.Errorf("token %v: exit %d, printed %q; want 2 and no token", bad, code, out)
+		}
+		if len(bad) > 0 && bad[0] == "--secret" && !strings.Contains(errs, "CUTOVER_AUTH_SECRET") {
+			t.Errorf("--secret on the command line: %q does not name $CUTOVER_AUTH_SECRET", errs)
+		}
 	}
 }

@@ -55,7 +55,9 @@ type Options struct {
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, error) {
 	start := time.Now()
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	cfg := system.Config{Cluster: o.Cluster, Workers: 2, Supercluster: o.Supercluster, WAN: o.WAN}
+	// One process, loopback only: development identities (the gateway's
+	// --insecure-dev-auth).
+	cfg := system.Config{Cluster: o.Cluster, Workers: 2, Supercluster: o.Supercluster, WAN: o.WAN, InsecureDevAuth: true}
 	cfg.Orchestrator.CleanupWindow = 10 * time.Minute // keep the source for the dual-authority check
 	cfg.Orchestrator.Convergence = o.Convergence
 	cfg.QueueWrites, cfg.QueueMax = o.QueueWrites, o.QueueMax
@@ -69,6 +71,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	defer sys.Close()
 	source, target := sys.Source, sys.Target
 	say("cutover demo: embedded JetStream (%d node(s), sync always), regions %s and %s, API %s", o.Cluster, source, target, sys.APIURL)
+	say("  auth: INSECURE development identities (--insecure-dev-auth: Bearer user:<id>, NATS without users); never in production")
 
 	rep := &Report{}
 	rep.Setup.Conversations, rep.Setup.Cluster, rep.Setup.Source, rep.Setup.Target = o.Conversations, o.Cluster, source, target

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/cutover/cutover/kvrouting"
@@ -21,11 +23,19 @@ type conn struct {
 }
 
 // dial connects to the deployment at url (comma-separated URLs), giving up
-// after 5 seconds.
+// after 5 seconds, as the NATS user the environment names (EnvSecurity).
 func dial(ctx context.Context, url string) (*conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	nc, js, err := cnats.Connect(cctx, url, nats.Name("cutover-cli"))
+	sec, err := EnvSecurity()
+	if err != nil {
+		return nil, err
+	}
+	opts, err := sec.Options()
+	if err != nil {
+		return nil, err
+	}
+	nc, js, err := cnats.Connect(cctx, url, append(opts, nats.Name("cutover-cli"))...)
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +43,37 @@ func dial(ctx context.Context, url string) (*conn, error) {
 }
 
 func (o *conn) Close() { o.nc.Close() }
+
+// Environment variables of the operator commands' NATS security: a secured
+// deployment's operators connect as a user of theirs (the admin identity,
+// nats/permissions.go) without a secret on the command line.
+const (
+	EnvNATSUser         = "CUTOVER_NATS_USER"
+	EnvNATSPassword     = "CUTOVER_NATS_PASSWORD"
+	EnvNATSPasswordFile = "CUTOVER_NATS_PASSWORD_FILE"
+	EnvNATSCA           = "CUTOVER_NATS_CA"
+	EnvNATSCert         = "CUTOVER_NATS_CERT"
+	EnvNATSKey          = "CUTOVER_NATS_KEY"
+)
+
+// EnvSecurity is the operator commands' NATS security from the
+// environment (none when no variable is set). Errors: ErrUsage for a user
+// without a password or a password without a user; the password file's.
+func EnvSecurity() (cnats.ClientSecurity, error) {
+	s := cnats.ClientSecurity{User: os.Getenv(EnvNATSUser), Password: os.Getenv(EnvNATSPassword),
+		CAFile: os.Getenv(EnvNATSCA), CertFile: os.Getenv(EnvNATSCert), KeyFile: os.Getenv(EnvNATSKey)}
+	if f := os.Getenv(EnvNATSPasswordFile); f != "" && s.Password == "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return s, fmt.Errorf("$%s: %w", EnvNATSPasswordFile, err)
+		}
+		s.Password = strings.TrimRight(string(b), "\r\n")
+	}
+	if (s.User == "") != (s.Password == "") {
+		return s, fmt.Errorf("%w: $%s and $%s (or $%s) go together", ErrUsage, EnvNATSUser, EnvNATSPassword, EnvNATSPasswordFile)
+	}
+	return s, nil
+}
 
 // routingStore binds to the deployment's routing bucket.
 func (o *conn) routingStore(ctx context.Context) (*kvrouting.Store, error) {

@@ -79,7 +79,11 @@ type Config struct {
 	// RoutingHistory is the ROUTING bucket's history (0 = the bucket's
 	// default); chaos keeps the KV maximum for its observer.
 	RoutingHistory uint8
-	ServiceSecret  string
+	// ServiceSecret authenticates the validator's service identity at the
+	// API (/metrics, /v1/internal) and is what the orchestrator's validator
+	// sends. Empty: no service identity is accepted (Start, one process
+	// for both ends, draws a random one).
+	ServiceSecret string
 	// QueueWrites is how long the API parks a write refused by a write lock
 	// or fence before answering 423 (api.Config.QueueWrites): 0 = the
 	// default, 2 s; negative = no queueing. QueueMax bounds the writes
@@ -87,8 +91,22 @@ type Config struct {
 	QueueWrites time.Duration
 	QueueMax    int
 	// AuthSecret, when set, makes the API accept only signed user tokens
-	// (api.SignedAuth); empty means development tokens (api.DevAuth).
+	// (api.SignedAuth, audience api.AudienceAPI) and the projector's HTTP
+	// only tokens for api.AudienceProjector (or a service identity).
 	AuthSecret string
+	// InsecureDevAuth, with no AuthSecret, runs development identities: the
+	// API accepts "Bearer user:<id>" with no secret (api.DevAuth) and the
+	// projector's HTTP needs no authentication. The roles refuse to start
+	// with neither (Start, the in-process development deployment, implies
+	// it).
+	InsecureDevAuth bool
+	// Provisioned says the deployment's buckets and streams were created
+	// by the admin identity (`cutover provision`): this process creates
+	// none (its NATS identity may not) and Join only checks they exist.
+	Provisioned bool
+	// HTTP hardens the HTTP listeners (zero values: the defaults of
+	// HTTPLimits).
+	HTTP HTTPLimits
 	// Orchestrator settings (dev values when zero: see EnsureDefaults).
 	Orchestrator orchestrator.Config
 	// Workers is the number of orchestrator workers Start runs (0 = 2; -1
@@ -146,9 +164,6 @@ func (c *Config) EnsureDefaults() error {
 	if c.WAN != (cnats.WAN{}) && !c.Supercluster {
 		return fmt.Errorf("%w: --wan shapes supercluster gateways: it needs --supercluster", ErrConfig)
 	}
-	if c.ServiceSecret == "" {
-		c.ServiceSecret = "dev-secret"
-	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -160,6 +175,9 @@ func (c *Config) EnsureDefaults() error {
 	}
 	if c.QueueMax < 0 {
 		return fmt.Errorf("%w: negative queue max %d", ErrConfig, c.QueueMax)
+	}
+	if err := c.HTTP.ensureDefaults(); err != nil {
+		return err
 	}
 	o := &c.Orchestrator
 	if o.Convergence == "" {

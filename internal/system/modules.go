@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -125,8 +124,10 @@ func provideOrchClient(nc *nats.Conn, js jetstream.JetStream) *orchestrator.Clie
 // provideWorkers builds cfg.Workers workers (none for -1) and runs each as
 // an actor: a worker whose consumers fail stops the process.
 func provideWorkers(cfg *Config, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir *contractnats.Directory, actors *Actors) ([]*orchestrator.Worker, error) {
-	if err := Provision(context.Background(), js, ProvisionConfig{Nodes: cfg.Cluster, Migration: true, Logger: cfg.Logger}); err != nil {
-		return nil, err
+	if !cfg.Provisioned {
+		if err := Provision(context.Background(), js, ProvisionConfig{Nodes: cfg.Cluster, Migration: true, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
 	}
 	var ws []*orchestrator.Worker
 	for i := 0; i < cfg.Workers; i++ {
@@ -202,16 +203,35 @@ type connIn struct {
 	fx.In
 	LC  fx.Lifecycle
 	EP  *Endpoint
+	Cfg *Config
 	Sec *cnats.ClientSecurity `optional:"true"`
 }
 
-func provideConn(in connIn) (*nats.Conn, jetstream.JetStream, error) {
+// connOptions are the options of the process's connections: sec's, and a
+// handler that logs the server's asynchronous errors (a permission
+// violation is reported that way only).
+func connOptions(cfg *Config, sec *cnats.ClientSecurity) ([]nats.Option, error) {
 	var opts []nats.Option
-	if in.Sec != nil {
+	if sec != nil {
 		var err error
-		if opts, err = in.Sec.Options(); err != nil {
-			return nil, nil, err
+		if opts, err = sec.Options(); err != nil {
+			return nil, err
 		}
+	}
+	log := cfg.Logger
+	return append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		if sub != nil {
+			log.Warn("nats: asynchronous error", "subject", sub.Subject, "err", err)
+			return
+		}
+		log.Warn("nats: asynchronous error", "err", err)
+	})), nil
+}
+
+func provideConn(in connIn) (*nats.Conn, jetstream.JetStream, error) {
+	opts, err := connOptions(in.Cfg, in.Sec)
+	if err != nil {
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -224,14 +244,17 @@ func provideConn(in connIn) (*nats.Conn, jetstream.JetStream, error) {
 }
 
 // provideRoutingStore provisions the routing bucket, the regions' mirrors
-// and the PAGES stream, and opens the routing store.
+// and the PAGES stream (unless the admin has: cfg.Provisioned), and opens
+// the routing store.
 func provideRoutingStore(cfg *Config, nc *nats.Conn, js jetstream.JetStream) (*kvrouting.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	home, pages := cfg.placement()
-	if err := Provision(ctx, js, ProvisionConfig{Nodes: cfg.Cluster, Routing: true, RoutingHistory: cfg.RoutingHistory,
-		Pages: true, Mirrors: cfg.Regions[1:], Home: home, PagesRegion: pages, Logger: cfg.Logger}); err != nil {
-		return nil, err
+	if !cfg.Provisioned {
+		if err := Provision(ctx, js, ProvisionConfig{Nodes: cfg.Cluster, Routing: true, RoutingHistory: cfg.RoutingHistory,
+			Pages: true, Mirrors: cfg.Regions[1:], Home: home, PagesRegion: pages, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
 	}
 	return kvrouting.NewStore(ctx, nc, js, "")
 }
@@ -314,6 +337,7 @@ func provideRegions(lc fx.Lifecycle, cfg *Config) (Regions, error) {
 type contractsIn struct {
 	fx.In
 	LC      fx.Lifecycle
+	Cfg     *Config
 	EP      *Endpoint
 	NC      *nats.Conn
 	JS      jetstream.JetStream
@@ -329,12 +353,9 @@ type contractsIn struct {
 // region crosses a gateway (the WAN) as it would in production.
 func serveContracts(in contractsIn) error {
 	lc, ep, nc, js, regions := in.LC, in.EP, in.NC, in.JS, in.Regions
-	var opts []nats.Option
-	if in.Sec != nil {
-		var err error
-		if opts, err = in.Sec.Options(); err != nil {
-			return err
-		}
+	opts, err := connOptions(in.Cfg, in.Sec)
+	if err != nil {
+		return err
 	}
 	var servers []*contractnats.Server
 	var conns []*nats.Conn
@@ -378,11 +399,20 @@ func serveContracts(in contractsIn) error {
 
 // NewAPI is the user-facing API over regions with resolvers rs; obs (may
 // be nil) sees the write queue's outcomes.
+//
+// Users authenticate with signed tokens for api.AudienceAPI (AuthSecret),
+// or, with InsecureDevAuth and no AuthSecret, with development tokens
+// (api.DevAuth). Errors: ErrConfig with neither; the API's.
 func NewAPI(cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker, obs api.QueueObserver) (*api.Server, error) {
 	svcs := map[string]string{"validator": cfg.ServiceSecret}
-	var auth api.Authenticator = api.DevAuth{ServiceSecrets: svcs}
-	if cfg.AuthSecret != "" {
-		auth = api.SignedAuth{Secret: []byte(cfg.AuthSecret), ServiceSecrets: svcs}
+	var auth api.Authenticator
+	switch {
+	case cfg.AuthSecret != "":
+		auth = api.SignedAuth{Secret: []byte(cfg.AuthSecret), Audience: api.AudienceAPI, ServiceSecrets: svcs}
+	case cfg.InsecureDevAuth:
+		auth = api.DevAuth{ServiceSecrets: svcs}
+	default:
+		return nil, fmt.Errorf("%w: the API needs an auth secret (signed user tokens) or insecure development auth", ErrConfig)
 	}
 	return api.New(api.Config{
 		Regions: regions, Resolvers: rs, Locker: lk, DefaultRegion: cfg.Regions[0],
@@ -407,36 +437,11 @@ func provideAPI(lc fx.Lifecycle, cfg *Config, regions Regions, rs Resolvers, lk 
 // segment with a redirect in HTML, before the API's JSON errors.
 func serveHTTP(lc fx.Lifecycle, cfg *Config, h *api.Server, m *metrics.Metrics, actors *Actors) *HTTPServer {
 	apiH, metricsH := m.Middleware(h), h.ServiceOnly(m.Handler())
-	return listen(lc, actors, "HTTP API", cfg.HTTPAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return listen(lc, actors, "HTTP API", cfg.HTTPAddr, cfg.HTTP, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			metricsH.ServeHTTP(w, r)
 			return
 		}
 		apiH.ServeHTTP(w, r)
 	}))
-}
-
-// listen opens addr ("" = any free loopback port) when the app starts and
-// serves h on it as an actor, with request headers capped at
-// api.MaxHeaderBytes (net/http's default is 1 MiB).
-func listen(lc fx.Lifecycle, actors *Actors, name, addr string, h http.Handler) *HTTPServer {
-	hs := &HTTPServer{}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: api.MaxHeaderBytes}
-	lc.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			a := addr
-			if a == "" {
-				a = "127.0.0.1:0"
-			}
-			ln, err := net.Listen("tcp", a)
-			if err != nil {
-				return fmt.Errorf("http listen %s: %w", a, err)
-			}
-			hs.Addr = ln.Addr().String()
-			actors.serveHTTP(name, srv, func() error { return srv.Serve(ln) })
-			return nil
-		},
-		OnStop: func(ctx context.Context) error { return srv.Shutdown(ctx) },
-	})
-	return hs
 }

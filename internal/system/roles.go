@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
+	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/internal/httpguard"
 	"github.com/cutover/cutover/internal/metrics"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
 	"github.com/cutover/cutover/projector/httpapi"
+	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/cutover/cutover/services/store"
 	"github.com/nats-io/nats.go"
@@ -26,9 +30,14 @@ import (
 // Join prepares cfg for a process joining the deployment at url: the
 // deployment's size decides the replica counts (cfg.Cluster is set to the
 // node count seen from the server: 1 for a standalone server, which
-// refuses replicated streams), and the buckets and streams are provisioned
-// with retries (Provision); mirrors names the read replicas this role
-// needs. The endpoint is returned rather than set as cfg.NATSURL.
+// refuses replicated streams); mirrors names the read replicas this role
+// needs. A process without credentials (a development server without
+// users) provisions the buckets and streams itself, with retries
+// (Provision). A process with a NATS identity may not create streams (only
+// the admin identity may: nats/permissions.go): it waits, at most
+// ProvisionWait, until `cutover provision` has created them, and sets
+// cfg.Provisioned. The endpoint is returned rather than set as
+// cfg.NATSURL. Errors: the connection's, Provision's, ErrNotProvisioned.
 func Join(ctx context.Context, url string, sec cnats.ClientSecurity, cfg *Config, mirrors []string) (*Endpoint, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -44,11 +53,99 @@ func Join(ctx context.Context, url string, sec cnats.ClientSecurity, cfg *Config
 	home, pages := cfg.placement()
 	cfg.Cluster = natsNodes(nc, home != "")
 	cfg.NATSURL = ""
-	if err := Provision(ctx, js, ProvisionConfig{Nodes: cfg.Cluster, Routing: true, Pages: true, Migration: true,
-		Mirrors: mirrors, Home: home, PagesRegion: pages, PerAttempt: 3 * time.Second, Logger: cfg.Logger}); err != nil {
+	pc := ProvisionConfig{Nodes: cfg.Cluster, Routing: true, Pages: true, Migration: true,
+		Mirrors: mirrors, Home: home, PagesRegion: pages, PerAttempt: 3 * time.Second, Logger: cfg.Logger}
+	if sec.User != "" {
+		cfg.Provisioned = true
+		wctx, cancel := context.WithTimeout(ctx, ProvisionWait)
+		defer cancel()
+		if err := AwaitProvisioned(wctx, js, pc); err != nil {
+			return nil, err
+		}
+		return &Endpoint{URL: url}, nil
+	}
+	if err := Provision(ctx, js, pc); err != nil {
 		return nil, err
 	}
 	return &Endpoint{URL: url}, nil
+}
+
+// ProvisionWait is how long a role with a NATS identity waits for the
+// admin to have provisioned the deployment.
+const ProvisionWait = 2 * time.Minute
+
+// ErrNotProvisioned is returned when a stream a role needs does not exist
+// and the role's identity may not create it.
+var ErrNotProvisioned = errors.New("system: deployment not provisioned")
+
+// ProvisionStreams names the streams Provision creates for c.
+func ProvisionStreams(c ProvisionConfig) []string {
+	var out []string
+	if c.Routing {
+		out = append(out, cnats.RoutingStream, cnats.RoutingHistoryStream)
+	}
+	for _, r := range c.Mirrors {
+		out = append(out, cnats.MirrorStream(r))
+	}
+	if c.Pages {
+		out = append(out, contractnats.PagesStream)
+	}
+	if c.Migration {
+		out = append(out, events.CommandStream, events.EventStream, events.WorkStream, events.IndexStream)
+	}
+	return out
+}
+
+// AwaitProvisioned waits until every stream Provision would create for c
+// exists (it creates none), polling until ctx ends. Errors:
+// ErrNotProvisioned naming the first missing stream and the command that
+// creates it.
+func AwaitProvisioned(ctx context.Context, js jetstream.JetStream, c ProvisionConfig) error {
+	for _, name := range ProvisionStreams(c) {
+		for {
+			actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err := js.Stream(actx, name)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: stream %s: %v (create the deployment's streams once as the admin identity: `cutover provision`)",
+					ErrNotProvisioned, name, err)
+			}
+			if c.Logger != nil && errors.Is(err, jetstream.ErrStreamNotFound) {
+				c.Logger.Info("waiting for the admin to provision the deployment", "stream", name)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// ProvisionDeployment creates (or updates) every bucket and stream of the
+// deployment at url as sec's identity (the admin's): ROUTING with its
+// history, a mirror per region of mirrors, PAGES and the migration
+// streams, placed as cfg says. It is `cutover provision`. Errors: the
+// connection's, Provision's.
+func ProvisionDeployment(ctx context.Context, url string, sec cnats.ClientSecurity, cfg *Config, mirrors []string) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	opts, err := sec.Options()
+	if err != nil {
+		return err
+	}
+	nc, js, err := cnats.Connect(cctx, url, opts...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	home, pages := cfg.placement()
+	cfg.Cluster = natsNodes(nc, home != "")
+	return Provision(ctx, js, ProvisionConfig{Nodes: cfg.Cluster, Routing: true, Pages: true, Migration: true,
+		Mirrors: mirrors, Home: home, PagesRegion: pages, PerAttempt: 3 * time.Second, Logger: cfg.Logger})
 }
 
 // natsNodes is the JetStream cluster size assumed behind nc: 1 for a
@@ -139,8 +236,12 @@ func ProjectorRole(cfg *Config, ep *Endpoint, addr ProjectorAddr) fx.Option {
 type migrationStreams struct{}
 
 // provideStreams creates the migration streams if no orchestrator has yet
-// (idempotent), so the projector has something to consume.
+// (idempotent), so the projector has something to consume; in a
+// provisioned deployment (cfg.Provisioned) Join has seen them.
 func provideStreams(cfg *Config, js jetstream.JetStream) (migrationStreams, error) {
+	if cfg.Provisioned {
+		return migrationStreams{}, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return migrationStreams{}, Provision(ctx, js, ProvisionConfig{Nodes: cfg.Cluster, Migration: true, Logger: cfg.Logger})
@@ -150,8 +251,39 @@ func provideProjectorAfterStreams(cfg *Config, js jetstream.JetStream, actors *A
 	return provideProjector(cfg, js, actors)
 }
 
-func serveProjectorHTTP(lc fx.Lifecycle, addr ProjectorAddr, p *projector.Projector, m *metrics.Metrics, actors *Actors) ProjectorHTTP {
-	return ProjectorHTTP{listen(lc, actors, "projector HTTP", string(addr), httpapi.Handler(p, m.Handler()))}
+// serveProjectorHTTP serves the projector's read models, dashboard and
+// metrics, authenticated like the API (ProjectorAuth) and hardened like it
+// (cfg.HTTP).
+func serveProjectorHTTP(lc fx.Lifecycle, cfg *Config, addr ProjectorAddr, p *projector.Projector, m *metrics.Metrics, actors *Actors) (ProjectorHTTP, error) {
+	o := httpapi.Options{StreamWriteTimeout: cfg.HTTP.StreamWriteTimeout}
+	streams, err := httpguard.NewSlots(cfg.HTTP.MaxStreams, cfg.HTTP.MaxStreamsPerClient)
+	if err != nil {
+		return ProjectorHTTP{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	o.Streams = streams
+	auth, err := ProjectorAuth(cfg)
+	if err != nil {
+		return ProjectorHTTP{}, err
+	}
+	if auth != nil {
+		o.Authenticate = func(r *http.Request) error { _, err := auth.Authenticate(r); return err }
+	}
+	return ProjectorHTTP{listen(lc, actors, "projector HTTP", string(addr), cfg.HTTP, httpapi.Handler(p, m.Handler(), o))}, nil
+}
+
+// ProjectorAuth is who may read the projector's HTTP: users holding a
+// signed token for api.AudienceProjector and the service identities, or,
+// with InsecureDevAuth and no AuthSecret, anyone (nil). Errors: ErrConfig
+// with neither.
+func ProjectorAuth(cfg *Config) (api.Authenticator, error) {
+	if cfg.AuthSecret == "" {
+		if !cfg.InsecureDevAuth {
+			return nil, fmt.Errorf("%w: the projector's HTTP needs an auth secret (signed tokens) or insecure development auth", ErrConfig)
+		}
+		return nil, nil
+	}
+	return api.SignedAuth{Secret: []byte(cfg.AuthSecret), Audience: api.AudienceProjector,
+		ServiceSecrets: map[string]string{"validator": cfg.ServiceSecret}}, nil
 }
 
 // GatewayRole composes the gateway role: NATS, routing (with the regions'

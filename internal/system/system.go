@@ -10,6 +10,7 @@ package system
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
 
 	"github.com/cutover/cutover/internal/metrics"
@@ -67,9 +68,20 @@ type System struct {
 // InMemory false uses a temporary directory that Close removes. Errors:
 // ErrConfig, or the first component's start error (everything started is
 // stopped again).
+//
+// Start is the development deployment: without an AuthSecret it runs
+// development identities (Config.InsecureDevAuth), and without a
+// ServiceSecret it draws a random one (Config.ServiceSecret says which)
+// that its own orchestrator's validator and API share.
 func Start(ctx context.Context, cfg Config) (*System, error) {
 	if err := cfg.EnsureDefaults(); err != nil {
 		return nil, err
+	}
+	if cfg.AuthSecret == "" {
+		cfg.InsecureDevAuth = true
+	}
+	if cfg.ServiceSecret == "" {
+		cfg.ServiceSecret = RandomSecret()
 	}
 	s := &System{Config: &cfg}
 	if cfg.DataDir == "" && !cfg.InMemory {
@@ -124,3 +136,7 @@ func (s *System) removeTemp() {
 		_ = os.RemoveAll(s.tempDir)
 	}
 }
+
+// RandomSecret returns a random secret of at least 256 bits (two
+// crypto/rand texts): one no one configured and no one can guess.
+func RandomSecret() string { return rand.Text() + rand.Text() }

@@ -57,6 +57,9 @@ type TrafficConfig struct {
 	Ledger *Ledger
 	// OnClient, when set, sees each user's client once created (metrics).
 	OnClient func(user string, c *client.Client)
+	// Token, when set, is user's bearer token (a gateway with signed
+	// tokens); nil sends the development token "user:<id>".
+	Token func(user string) (string, error)
 }
 
 // Stats are what the users saw: their operations and the SDK's counters
@@ -113,7 +116,15 @@ func StartTraffic(ctx context.Context, cfg TrafficConfig) (*Traffic, error) {
 		// The transport records which region served each request, so
 		// that every acknowledged write is ledgered with where it was
 		// accepted (ServedWrite).
-		c, err := client.New(cfg.APIs[ui%len(cfg.APIs)], "user:"+u,
+		tok := "user:" + u
+		if cfg.Token != nil {
+			var err error
+			if tok, err = cfg.Token(u); err != nil {
+				t.Stop()
+				return nil, err
+			}
+		}
+		c, err := client.New(cfg.APIs[ui%len(cfg.APIs)], tok,
 			client.WithHTTPClient(&http.Client{Transport: servedTransport{base: http.DefaultTransport}}))
 		if err != nil {
 			t.Stop()

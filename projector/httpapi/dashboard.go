@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sort"
 	"time"
@@ -179,7 +181,11 @@ func board(snap projector.Snapshot, now time.Time) Board {
 }
 
 // dashboard registers GET / and the stream on mux.
-func dashboard(mux *http.ServeMux, p *projector.Projector) {
+func dashboard(mux *http.ServeMux, p *projector.Projector, o Options) {
+	writeTimeout := o.StreamWriteTimeout
+	if writeTimeout <= 0 {
+		writeTimeout = 10 * time.Second
+	}
 	page, _ := dashboardFS.ReadFile("dashboard/index.html")
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		// The page carries the current board, rendered before the load
@@ -194,22 +200,35 @@ func dashboard(mux *http.ServeMux, p *projector.Projector) {
 		sendJSON(w, http.StatusOK, board(p.Snapshot(), time.Now()))
 	})
 	mux.HandleFunc("GET /v1/dashboard/stream", func(w http.ResponseWriter, r *http.Request) {
-		fl, ok := w.(http.Flusher)
-		if !ok {
-			sendError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
-			return
+		if o.Streams != nil {
+			client := r.RemoteAddr
+			if h, _, err := net.SplitHostPort(client); err == nil {
+				client = h
+			}
+			if !o.Streams.Acquire(client) {
+				w.Header().Set("Retry-After", "5")
+				sendError(w, http.StatusServiceUnavailable, "unavailable", "too many dashboard streams; close one or retry later")
+				return
+			}
+			defer o.Streams.Release(client)
 		}
+		rc := http.NewResponseController(w)
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-store")
 		changes, stop := p.Subscribe(64)
 		defer stop()
+		// Each event gets its own write deadline, which replaces the
+		// server's WriteTimeout for this long-lived response: a client that
+		// stops reading is dropped after one event, not never.
 		send := func() bool {
+			if err := rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				return false
+			}
 			j, _ := json.Marshal(board(p.Snapshot(), time.Now()))
 			if _, err := fmt.Fprintf(w, "event: board\ndata: %s\n\n", j); err != nil {
 				return false
 			}
-			fl.Flush()
-			return true
+			return rc.Flush() == nil
 		}
 		if !send() {
 			return

@@ -14,6 +14,34 @@ import (
 	"github.com/cutover/cutover/projector"
 )
 
+// Options configure Handler. The zero value serves everything to anyone
+// with no cap on event streams (development).
+type Options struct {
+	// Authenticate, when set, must accept a request before any route but
+	// /healthz answers (401 otherwise). It sees the request's
+	// Authorization header, or the token a browser was given as a cookie
+	// (GET /?token=T checks T and sets that cookie, so that the dashboard's
+	// page and its event stream, which cannot send headers, authenticate).
+	Authenticate func(*http.Request) error
+	// Streams, when set, caps the dashboard's concurrent event streams per
+	// client address: past the cap a stream is refused with 503.
+	Streams Slots
+	// StreamWriteTimeout bounds the write of each streamed event (0 = 10
+	// s): a client that stops reading is dropped, whatever the server's
+	// WriteTimeout.
+	StreamWriteTimeout time.Duration
+}
+
+// Slots counts holders of a scarce resource per client address
+// (internal/httpguard.Slots).
+type Slots interface {
+	Acquire(client string) bool
+	Release(client string)
+}
+
+// TokenCookie is the cookie that carries a browser's token.
+const TokenCookie = "cutover_token"
+
 // Handler serves p's read models, /healthz and, when metrics is not nil,
 // metrics on /metrics:
 //
@@ -23,8 +51,9 @@ import (
 //	GET /                                              the operator dashboard (dashboard.go)
 //	GET /v1/dashboard[/stream]                         its data, once or as server-sent events
 //
-// Errors use the user API's JSON error shape (docs/api.md).
-func Handler(p *projector.Projector, metrics http.Handler) *http.ServeMux {
+// behind o's authentication. Errors use the user API's JSON error shape
+// (docs/api.md).
+func Handler(p *projector.Projector, metrics http.Handler, o Options) http.Handler {
 	mux := http.NewServeMux()
 	if metrics != nil {
 		mux.Handle("GET /metrics", metrics)
@@ -79,11 +108,55 @@ func Handler(p *projector.Projector, metrics http.Handler) *http.ServeMux {
 		sendJSON(w, http.StatusOK, Tenant{ID: t.ID, Tenant: t.Tenant, Target: t.Target, Status: string(t.Status), Total: t.Total,
 			Started: t.Started, Active: t.Active, Completed: t.Completed, Failed: t.Failed, Dropped: t.Dropped, Concurrency: t.Concurrency})
 	})
-	dashboard(mux, p)
+	dashboard(mux, p, o)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		sendError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})
-	return mux
+	if o.Authenticate == nil {
+		return mux
+	}
+	return authenticated(mux, o.Authenticate)
+}
+
+// authenticated serves h to requests authenticate accepts; /healthz stays
+// open (health checks carry no credentials).
+func authenticated(h http.Handler, authenticate func(*http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if tok := r.URL.Query().Get("token"); tok != "" && r.Method == http.MethodGet && r.URL.Path == "/" {
+			// A browser's sign-in: check the token, keep it in a cookie
+			// only this origin's requests carry, and drop it from the URL.
+			rr := r.Clone(r.Context())
+			rr.Header.Set("Authorization", "Bearer "+tok)
+			if err := authenticate(rr); err != nil {
+				unauthorized(w, err)
+				return
+			}
+			http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: tok, Path: "/", HttpOnly: true,
+				SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
+		if r.Header.Get("Authorization") == "" {
+			if c, err := r.Cookie(TokenCookie); err == nil && c.Value != "" {
+				r = r.Clone(r.Context())
+				r.Header.Set("Authorization", "Bearer "+c.Value)
+			}
+		}
+		if err := authenticate(r); err != nil {
+			unauthorized(w, err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func unauthorized(w http.ResponseWriter, err error) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="cutover projector"`)
+	sendError(w, http.StatusUnauthorized, "unauthorized", "authentication required: "+err.Error())
 }
 
 // Migration is a projector.MigrationView over HTTP.

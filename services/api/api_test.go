@@ -90,16 +90,21 @@ func TestAuth(t *testing.T) {
 	}
 	e.t = t
 
-	// Non-participants: 403 for reads and writes; nothing is written.
-	e.must(e.do(req{method: "GET", path: base, auth: user("mallory")}), 403)
-	e.must(e.do(req{method: "GET", path: base + "/messages", auth: user("mallory")}), 403)
-	e.must(e.do(req{method: "GET", path: base + "/messages/m1", auth: user("mallory")}), 403)
-	e.must(e.do(req{method: "POST", path: base + "/messages", auth: user("mallory"), body: map[string]string{"id": "m2", "text": "x"}}), 403)
-	e.must(e.do(req{method: "POST", path: base + "/members", auth: user("mallory"), body: map[string]string{"user": "mallory"}}), 403)
-	e.must(e.do(req{method: "PUT", path: base + "/read", auth: user("mallory"), body: map[string]string{"message_id": "m1"}}), 403)
-	e.must(e.do(req{method: "PUT", path: base + "/messages/m1/reactions/x", auth: user("mallory")}), 403)
+	// Non-participants: the answer of a conversation that does not exist
+	// (404, same body) for reads and writes; nothing is written.
+	absent := e.must(e.do(req{method: "GET", path: "/v1/conversations/nope", auth: user("mallory")}), 404)
+	hidden := e.must(e.do(req{method: "GET", path: base, auth: user("mallory")}), 404)
+	if strings.ReplaceAll(string(absent.body), "nope", conv) != string(hidden.body) {
+		t.Fatalf("a hidden conversation answers %s, an absent one %s", hidden.body, absent.body)
+	}
+	e.must(e.do(req{method: "GET", path: base + "/messages", auth: user("mallory")}), 404)
+	e.must(e.do(req{method: "GET", path: base + "/messages/m1", auth: user("mallory")}), 404)
+	e.must(e.do(req{method: "POST", path: base + "/messages", auth: user("mallory"), body: map[string]string{"id": "m2", "text": "x"}}), 404)
+	e.must(e.do(req{method: "POST", path: base + "/members", auth: user("mallory"), body: map[string]string{"user": "mallory"}}), 404)
+	e.must(e.do(req{method: "PUT", path: base + "/read", auth: user("mallory"), body: map[string]string{"message_id": "m1"}}), 404)
+	e.must(e.do(req{method: "PUT", path: base + "/messages/m1/reactions/x", auth: user("mallory")}), 404)
 	// A service identity is no participant either.
-	e.must(e.do(req{method: "GET", path: base, auth: svc}), 403)
+	e.must(e.do(req{method: "GET", path: base, auth: svc}), 404)
 	// Only the author edits or deletes.
 	e.must(e.do(req{method: "PATCH", path: base + "/messages/m1", auth: user("bob"), body: map[string]string{"text": "hijack"}}), 403)
 	e.must(e.do(req{method: "DELETE", path: base + "/messages/m1", auth: user("bob")}), 403)
@@ -341,7 +346,12 @@ func TestMediaAndReads(t *testing.T) {
 	if !bytes.Equal(r.body, png) || r.header.Get("Content-Type") != "image/png" {
 		t.Fatalf("media read: %q %q", r.header.Get("Content-Type"), r.body)
 	}
-	e.must(e.do(req{method: "GET", path: "/v1/media/" + mj.ID, auth: user("mallory")}), 403)
+	// A non-participant learns nothing, not even the owning conversation.
+	var eb errBody
+	e.must(e.do(req{method: "GET", path: "/v1/media/" + mj.ID, auth: user("mallory")}), 404).decode(t, &eb)
+	if eb.Error.Message != fmt.Sprintf("media %q not found", mj.ID) {
+		t.Fatalf("media answer to a non-participant: %q", eb.Error.Message)
+	}
 	// The media has its own routing document, in the conversation's region.
 	e.must(e.do(req{method: "GET", path: "/v1/routing/media/" + mj.ID, auth: user("bob")}), 200)
 
@@ -469,4 +479,24 @@ func TestHonestRetryAfter(t *testing.T) {
 	if ra, ms, msg := retry(post("m3", regionA)); ra != "0" || ms != 0 || !strings.Contains(msg, "moved") {
 		t.Fatalf("old location after the swap: Retry-After %s, retry_after_ms %d, %q", ra, ms, msg)
 	}
+}
+
+// TestHiddenWhenLocked: under a write lock a participant's write is
+// refused with 423, and a non-participant's gets the answer of a
+// conversation that does not exist, so the lock does not reveal it.
+func TestHiddenWhenLocked(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createConv("locked", "ann")
+	e.lockTo(kvrouting.Resource{Kind: chat.KindConversation, ID: "locked"}, regionB, "write")
+	post := func(who string) resp {
+		return e.do(req{method: "POST", path: "/v1/conversations/locked/messages", auth: user(who), body: map[string]any{"id": "m1", "text": "x"}})
+	}
+	e.must(post("ann"), 423)
+	var hidden, absent errBody
+	e.must(post("mallory"), 404).decode(t, &hidden)
+	e.must(e.do(req{method: "POST", path: "/v1/conversations/nope/messages", auth: user("mallory"), body: map[string]any{"id": "m1", "text": "x"}}), 404).decode(t, &absent)
+	if hidden.Error.Code != absent.Error.Code || strings.ReplaceAll(absent.Error.Message, "nope", "locked") != hidden.Error.Message {
+		t.Fatalf("hidden %+v, absent %+v", hidden.Error, absent.Error)
+	}
+	e.must(e.do(req{method: "GET", path: "/v1/conversations/locked", auth: user("mallory")}), 404)
 }

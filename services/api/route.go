@@ -104,10 +104,12 @@ func routingError(err error, what, id string) error {
 	return services.ToError(err)
 }
 
-// conversation routes a request on conversation id for op, refuses it with
-// 423 if the decision rejects it, and checks that who is a participant at
-// the serving region. Errors: *contract.Error — invalid, not_found, locked,
-// forbidden, unavailable, internal.
+// conversation routes a request on conversation id for op, checks that who
+// is a participant at the serving region, then refuses the request with
+// 423 if the decision rejects it. Membership comes first: a conversation
+// who may not see answers exactly as one that does not exist, locked or
+// not (a 423 or a 403 would confirm that it exists). Errors:
+// *contract.Error — invalid, not_found, locked, unavailable, internal.
 func (s *Server) conversation(w http.ResponseWriter, r *http.Request, id string, op kvrouting.OpClass, who Identity) (routed, error) {
 	if err := chat.ValidID("conversation id", id); err != nil {
 		return routed{}, err
@@ -116,27 +118,37 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request, id string,
 	if err != nil {
 		return routed{}, err
 	}
+	err = s.participant(r.Context(), rt.region, id, who)
+	if err != nil && rt.dec.Outcome == kvrouting.Reject && services.ToError(err).Code == contract.CodeNotFound {
+		// A request pinned to a region that does not hold the roster: the
+		// primary's decides whether who learns of the lock.
+		if p := s.cfg.Regions[rt.doc.Primary.Region]; p != nil && p != rt.region && s.participant(r.Context(), p, id, who) == nil {
+			err = nil
+		}
+	}
+	if err != nil {
+		return routed{}, err
+	}
 	if rt.dec.Outcome == kvrouting.Reject {
 		return routed{}, chat.LockedError(rt.dec)
-	}
-	if err := s.participant(r.Context(), rt.region, id, who); err != nil {
-		return routed{}, err
 	}
 	return rt, nil
 }
 
-// participant returns CodeForbidden unless who is a user on the roster of
-// conversation id at region.
+// participant returns CodeNotFound, worded as for a conversation with no
+// routing document, unless who is a user on the roster of conversation id
+// at region.
 func (s *Server) participant(ctx context.Context, region *chat.Region, id string, who Identity) error {
+	hidden := contract.Errorf(contract.CodeNotFound, "conversation %q not found", id)
 	if who.Kind != User {
-		return contract.Errorf(contract.CodeForbidden, "only participants may access a conversation")
+		return hidden
 	}
 	ok, err := region.Conversations().IsMember(ctx, id, who.Name)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return contract.Errorf(contract.CodeForbidden, "%q is not a participant of conversation %q", who.Name, id)
+		return hidden
 	}
 	return nil
 }

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cutover/cutover/internal/system"
+	cnats "github.com/cutover/cutover/nats"
+	"golang.org/x/crypto/bcrypt"
+)
+
+func init() {
+	register("certs", "write a deployment's certificates, NATS users (bcrypt) and secrets into a directory (once)", oneLine(runCerts))
+}
+
+// certsUser is one NATS user `cutover certs` writes, with the role that
+// connects as it.
+type certsUser struct {
+	name     string
+	identity cnats.Identity
+	regions  []string
+}
+
+// certsUsers are the users of a deployment of regions: the admin
+// (`cutover provision`), the gateway (serving every region), the
+// orchestrators, the projector and the health checks (readers), and one
+// service user per region (`cutover service --region R`).
+func certsUsers(regions []string) []certsUser {
+	us := []certsUser{
+		{"admin", cnats.IdentityAdmin, nil},
+		{"gateway", cnats.IdentityRouting, regions},
+		{"orchestrator", cnats.IdentityOrchestrator, nil},
+		{"projector", cnats.IdentityReader, nil},
+		{"health", cnats.IdentityReader, nil},
+	}
+	for _, r := range regions {
+		us = append(us, certsUser{"service-" + r, cnats.IdentityService, []string{r}})
+	}
+	return us
+}
+
+// Files `cutover certs` writes, besides the PKI's and one
+// nats-<user>.password per user.
+const (
+	certsUsersFile      = "users.json"
+	certsAuthSecret     = "auth.secret"
+	certsServiceSecret  = "service.secret"
+	certsPromCredential = "prometheus.credentials"
+)
+
+func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fset := newFlags("certs", "certs --dir DIR [--regions a,b] [--hosts h1,h2] [--validity D]\n\n"+
+		"Writes, once, what a secured deployment needs into DIR: a CA with a server/route certificate (loopback\n"+
+		"and --hosts) and a client certificate; "+certsUsersFile+" for `cutover nats --users` with one user per role\n"+
+		"(admin, gateway, orchestrator, projector, health, service-<region>), their passwords bcrypt-hashed, and\n"+
+		"each password in nats-<user>.password (for --nats-password-file); the token secret ("+certsAuthSecret+", for\n"+
+		"--auth-secret-file and `cutover token --secret-file`), the validator's service secret ("+certsServiceSecret+")\n"+
+		"and Prometheus' bearer credentials ("+certsPromCredential+"). Keys and secrets are written 0600 (the\n"+
+		"credentials file 0644: Prometheus runs as another user), readable by whoever runs the roles: run it as\n"+
+		"that user (docker-compose.yml's certs service does). A DIR that already holds them is left as it is.", stdout)
+	dir := fset.String("dir", "", "output directory (created; required)")
+	regions := fset.String("regions", "us-east,eu-west", "the deployment's regions (one service user each; the gateway serves all)")
+	hosts := fset.String("hosts", "", "extra DNS names or IPs of the NATS servers' certificate, comma separated")
+	validity := fset.Duration("validity", 365*24*time.Hour, "certificate validity")
+	cost := fset.Int("bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of the users' password hashes (every connection's authentication pays it on the server; tests lower it)")
+	checkConfig := addCheckConfig(fset)
+	if err := parse(fset, args); err != nil {
+		return err
+	}
+	if fset.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fset.Arg(0))
+	}
+	if *dir == "" {
+		return fmt.Errorf("%w: --dir is required", errUsage)
+	}
+	rs := splitList(*regions)
+	if len(rs) == 0 {
+		return fmt.Errorf("%w: --regions is empty", errUsage)
+	}
+	for _, r := range rs {
+		if err := parseRegion("regions", r); err != nil {
+			return err
+		}
+	}
+	if *validity <= 0 {
+		return fmt.Errorf("%w: --validity must be positive", errUsage)
+	}
+	if *cost < bcrypt.MinCost || *cost > bcrypt.MaxCost {
+		return fmt.Errorf("%w: --bcrypt-cost must be %d..%d", errUsage, bcrypt.MinCost, bcrypt.MaxCost)
+	}
+	if *checkConfig {
+		return configChecked(stdout, "certs")
+	}
+	if _, err := os.Stat(filepath.Join(*dir, certsUsersFile)); err == nil {
+		fmt.Fprintf(stdout, "cutover certs: %s already holds a deployment's certificates and secrets; nothing written (remove it to start over)\n", *dir)
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	pki, err := cnats.WritePKI(*dir, *validity, splitList(*hosts)...)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(pki.CA, 0o644); err != nil {
+		return err
+	}
+	var entries []usersEntry
+	for _, u := range certsUsers(rs) {
+		pw := system.RandomSecret()
+		h, err := cnats.HashPassword(pw, *cost)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, usersEntry{Name: u.name, Password: h, Identity: string(u.identity), Regions: u.regions})
+		if err := os.WriteFile(filepath.Join(*dir, "nats-"+u.name+".password"), []byte(pw+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	service := system.RandomSecret()
+	for name, content := range map[string]string{certsAuthSecret: system.RandomSecret(), certsServiceSecret: service} {
+		if err := os.WriteFile(filepath.Join(*dir, name), []byte(content+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(*dir, certsPromCredential), []byte("svc:validator:"+service+"\n"), 0o644); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(entries, "", "  ")
+	if err != nil {
+		return err
+	}
+	// users.json last: its presence means the directory is complete.
+	if err := os.WriteFile(filepath.Join(*dir, certsUsersFile), append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "cutover certs: wrote into %s\n", *dir)
+	fmt.Fprintf(stdout, "  TLS       %s (CA), %s + %s (servers and routes), %s + %s (clients)\n",
+		filepath.Base(pki.CA), filepath.Base(pki.ServerCert), filepath.Base(pki.ServerKey), filepath.Base(pki.ClientCert), filepath.Base(pki.ClientKey))
+	fmt.Fprintf(stdout, "  NATS      %s (bcrypt), nats-<user>.password for", certsUsersFile)
+	for _, u := range certsUsers(rs) {
+		fmt.Fprintf(stdout, " %s (%s)", u.name, u.identity)
+	}
+	fmt.Fprintf(stdout, "\n  secrets   %s, %s, %s\n", certsAuthSecret, certsServiceSecret, certsPromCredential)
+	return nil
+}
