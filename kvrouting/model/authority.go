@@ -712,7 +712,7 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 				switch {
 				case c.Deleted&b != 0 && st.Msgs[m] == 1:
 					inv = "no stale read: a read shows a message whose delete was acknowledged before it started"
-				case c.Posted&b != 0 && st.Msgs[m] == 0:
+				case c.Posted&b != 0 && c.Deleted&b == 0 && st.Msgs[m] == 0:
 					inv = "no stale read: a read misses a post acknowledged before it started"
 				}
 			}
