@@ -60,20 +60,23 @@ const (
 	// ResetWithoutAuthority empties the target on a reset without
 	// installing the reset's authority.
 	ResetWithoutAuthority
-	// StampOnly decides user writes by the request's stamp alone, as if
-	// the router's decision were enough: the store's own authority (an
-	// exporting store's write fence) is not consulted.
-	StampOnly
+	// WriteAtExporting admits user writes and deletes at an exporting
+	// store, whatever their stamp: no write fence, only the routers'
+	// decisions.
+	WriteAtExporting
 	// CleanupUnchecked removes records on a cleanup whatever the
 	// authority.
 	CleanupUnchecked
+	// RollbackKeepsTarget skips a rollback's target cleanup once its lock
+	// is no longer in the document (released, expired and taken over).
+	RollbackKeepsTarget
 	// NoReadCheck serves every stamped read from the store's copy,
 	// whatever its authority: a reader with a stale copy of routing
 	// reads the old location.
 	NoReadCheck
 )
 
-var authorityMutationNames = [...]string{"correct", "accept-lower", "import-unchecked", "reset-without-authority", "stamp-only", "cleanup-unchecked", "no-read-check"}
+var authorityMutationNames = [...]string{"correct", "accept-lower", "import-unchecked", "reset-without-authority", "write-at-exporting", "cleanup-unchecked", "rollback-keeps-target", "no-read-check"}
 
 func (m AuthorityMutation) String() string { return authorityMutationNames[m] }
 
@@ -367,8 +370,9 @@ func (s AuthorityState) admit(cfg *AuthorityConfig, st astore, op contract.Op, a
 	}
 	v := d.Verdict
 	switch {
-	case cfg.Mutation == StampOnly && (op == contract.OpCreate || op == contract.OpDelete):
-		v, next = contract.Admit(s.contractAuth(stamp), op, s.contractAuth(stamp), modelNow).Verdict, st.Auth
+	case cfg.Mutation == WriteAtExporting && (op == contract.OpCreate || op == contract.OpDelete) &&
+		st.Auth.Role == roExporting && (v == contract.Locked || v == contract.Moved):
+		v, next = contract.Allow, st.Auth
 	case cfg.Mutation == ImportUnchecked && (op == contract.OpImport || op == contract.OpReset):
 		v, next = contract.Allow, st.Auth
 	case cfg.Mutation == CleanupUnchecked && op == contract.OpCleanup:
@@ -591,6 +595,14 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 					set(n, mm)
 				})
 		case amRbClean:
+			if cfg.Mutation == RollbackKeepsTarget && !(cur.Mig == i+1 && cur.Lock != lockNone) {
+				n := s
+				mm := m
+				mm.Phase = amDone
+				set(&n, mm)
+				emit(name("rollback: its lock taken over, the target left as it is"), n, "")
+				break
+			}
 			s.send(cfg, areq{Kind: rqCleanup, Region: m.Dst, Stamp: s.authAt(s.Rev, m.Dst)}, name("rollback: the target's cleanup"), emit,
 				func(n *AuthorityState, ok bool) {
 					mm := m

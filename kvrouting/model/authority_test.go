@@ -42,8 +42,9 @@ func TestAuthorityMutationsCaught(t *testing.T) {
 		{AcceptLower, "no "},
 		{ImportUnchecked, "no "},
 		{ResetWithoutAuthority, "no "},
-		{StampOnly, "no lost write"},
+		{WriteAtExporting, "no lost write"},
 		{CleanupUnchecked, "no lost write"},
+		{RollbackKeepsTarget, "no data where the resource never lives"},
 		{NoReadCheck, "no stale read"},
 	} {
 		t.Run(tc.m.String(), func(t *testing.T) {

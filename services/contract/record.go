@@ -40,15 +40,14 @@ type Record struct {
 // compares full content of every record without reading them (paper 001
 // §5.3 compares a sample; this compares everything).
 type SliceDigest struct {
-	// Slice is the slice start, unix nanoseconds (the store's SliceOf).
+	// Slice is the slice start, unix nanoseconds (SliceOf).
 	Slice int64
 	// Count is the number of live records whose CreatedAt is in the slice.
 	Count uint64
-	// Hash is the sum modulo 2^128 of the 128-bit record hashes (SHA-256
-	// truncated) of (id, kind, createdAt, data, refs) of those records. A sum
-	// is an order-independent multiset hash that a write updates by
-	// subtracting the old record's hash and adding the new one's. Version,
-	// Seq and the timestamps other than CreatedAt are left out: they differ
-	// legitimately between regions or say nothing about content.
+	// Hash is the sum modulo 2^128, big-endian, of the RecordHash of
+	// those records: an order-independent multiset hash that a write
+	// updates by subtracting the old record's hash and adding the new
+	// one's (AddHash, SubHash). docs/participant.md "Digests" gives the
+	// bytes.
 	Hash [16]byte
 }

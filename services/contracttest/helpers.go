@@ -343,6 +343,15 @@ func (k *kit) converged() {
 			k.t.Fatalf("ReadSlice record %d: target %v", i, err)
 		}
 	}
+	// The digests are the contract's bytes (contract.DigestsOf, pinned by
+	// services/contract/testdata/digests.json), not merely equal between
+	// two participants of one implementation.
+	if want := contract.DigestsOf(sr, contract.SliceWidth); !slices.Equal(src, want) {
+		k.t.Fatalf("the source's digests are not the contract's (docs/participant.md \"Digests\"):\ngot  %v\nwant %v", src, want)
+	}
+	if want := contract.DigestsOf(tr, contract.SliceWidth); !slices.Equal(dst, want) {
+		k.t.Fatalf("the target's digests are not the contract's (docs/participant.md \"Digests\"):\ngot  %v\nwant %v", dst, want)
+	}
 	for _, id := range sortedKeys(gone) {
 		if got, found := k.read(id); found {
 			k.t.Fatalf("Read(%q) at the target found %q; it was deleted at the source", id, got.Data)

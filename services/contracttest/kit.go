@@ -69,7 +69,9 @@ type Factory func(t *testing.T) Harness
 //     verdict, the Retry-After of a refusal under the write fence, the
 //     authority held afterwards, and that a refusal changes nothing;
 //   - historical copy in pages of 1, 2, 7 and the default size converges:
-//     target digests equal source digests (A2, A3);
+//     target digests equal source digests, and both are the contract's
+//     bytes (contract.DigestsOf of what the user read path returns) (A2,
+//     A3);
 //   - replayed pages, every page twice and all pages in reverse order,
 //     converge (A3, §5.1);
 //   - delta export from the sync token returns what was created, updated

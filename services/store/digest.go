@@ -1,7 +1,6 @@
 package store
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -45,46 +44,15 @@ func (a u128) bytes() (out [16]byte) {
 	return out
 }
 
-// recordHash is the 128-bit hash of a live record's content, version and
-// update time. Every field is length-prefixed so that no two different
-// records encode alike. Version and UpdatedAt are in it (format 2, issue 14
-// #7): two regions holding the same content at different versions must not
-// validate as equal, or a later import's version rule (paper 001 A3) would
-// work on an unvalidated base.
+// recordHash is contract.RecordHash as a u128.
 func recordHash(r *Record) u128 {
-	n := 5*binary.MaxVarintLen64 + len(r.ID) + len(r.Kind) + 24 + len(r.Data)
-	for _, ref := range r.Refs {
-		n += binary.MaxVarintLen64 + len(ref)
-	}
-	b := make([]byte, 0, n)
-	b = binary.AppendUvarint(b, uint64(len(r.ID)))
-	b = append(b, r.ID...)
-	b = binary.AppendUvarint(b, uint64(len(r.Kind)))
-	b = append(b, r.Kind...)
-	b = binary.BigEndian.AppendUint64(b, uint64(r.CreatedAt))
-	b = binary.BigEndian.AppendUint64(b, r.Version)
-	b = binary.BigEndian.AppendUint64(b, uint64(r.UpdatedAt))
-	b = binary.AppendUvarint(b, uint64(len(r.Data)))
-	b = append(b, r.Data...)
-	b = binary.AppendUvarint(b, uint64(len(r.Refs)))
-	for _, ref := range r.Refs {
-		b = binary.AppendUvarint(b, uint64(len(ref)))
-		b = append(b, ref...)
-	}
-	sum := sha256.Sum256(b)
-	return u128{binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint64(sum[8:16])}
+	h := contract.RecordHash(r)
+	return u128{binary.BigEndian.Uint64(h[:8]), binary.BigEndian.Uint64(h[8:])}
 }
 
-// SliceOf returns the start of the time slice holding createdAt: createdAt
-// rounded down to a multiple of Options.SliceWidth.
-func (s *Store) SliceOf(createdAt int64) int64 {
-	w := int64(s.opts.SliceWidth)
-	m := createdAt % w
-	if m < 0 {
-		m += w
-	}
-	return createdAt - m
-}
+// SliceOf returns the start of the time slice holding createdAt
+// (contract.SliceOf with Options.SliceWidth).
+func (s *Store) SliceOf(createdAt int64) int64 { return contract.SliceOf(createdAt, s.opts.SliceWidth) }
 
 // Digests returns the digests of the non-empty slices of resource in slice
 // order, as of one consistent snapshot. Errors: ErrInvalid, ErrClosed,

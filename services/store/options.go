@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Defaults applied by Options.EnsureDefaults.
@@ -12,7 +14,7 @@ const (
 	// DefaultTombstoneTTL is how long a tombstone is kept (paper 001 Table 5).
 	DefaultTombstoneTTL = 30 * 24 * time.Hour
 	// DefaultSliceWidth is the width of a validation time slice.
-	DefaultSliceWidth = time.Hour
+	DefaultSliceWidth = contract.SliceWidth
 	// DefaultPageLimit is the page size used when a read is given limit <= 0.
 	DefaultPageLimit = 500
 	// MaxPageLimit caps the page size of every read.
