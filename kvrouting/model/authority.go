@@ -36,8 +36,8 @@ import (
 //   - no lost write: every acknowledged post not deleted since is at the
 //     current primary;
 //   - no resurrection: no acknowledged delete is undone at the primary;
-//   - no stale read: a read returns every post and delete acknowledged
-//     before it started;
+
+
 //   - no data where the resource never lives: a region that is not the
 //     primary holds records only while a migration copies into it, or
 //     rolls back from it, or until its source cleanup after a swap;
@@ -724,7 +724,7 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 				switch {
 				case c.Deleted&b != 0 && st.Msgs[m] == 1:
 					inv = "no stale read: a read shows a message whose delete was acknowledged before it started"
-				case c.Posted&b != 0 && c.Deleted&b == 0 && st.Msgs[m] == 0:
+				case c.Posted&b != 0 && s.Deleted&b == 0 && st.Msgs[m] == 0:
 					inv = "no stale read: a read misses a post acknowledged before it started"
 				}
 			}

@@ -2,10 +2,12 @@ package contractnats
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +55,13 @@ func goldenValues() []struct {
 		{"error-moved", &contract.Error{Code: contract.CodeLocked, Message: "m", Lock: "moved"}},
 		{"digests", []contract.SliceDigest{{Slice: 1, Count: 2, Hash: [16]byte{1, 2, 3}}}},
 		{"page-ref", &PageRef{Seq: 3, Count: 2, Next: 4, More: true, SyncToken: 2, Dependents: []string{"media/a"}, Duplicate: true}},
+		{"page-ref-inline", &PageRef{Count: 1, Next: 9, SyncToken: 2, Page: &contract.Page{Service: "messages", Resource: "conv/c1", Mode: contract.Delta, SyncToken: 2, Cursor: 8, Next: 9,
+			Records: []contract.Record{{ID: "c", Kind: "message", Version: 1, Seq: 9, CreatedAt: 10, UpdatedAt: 10, Data: []byte("yo")}}, Attempt: 1}}},
+		{"digests-none", []contract.SliceDigest(nil)},
+		{"slice-request", &sliceRequest{Resource: "conv/c1", From: 0, To: 3_600_000_000_000}},
+		{"slice-reply", []contract.Record{{ID: "a", Kind: "message", Version: 1, Seq: 2, CreatedAt: 3, UpdatedAt: 4, Data: []byte("hi")}}},
+		{"checkpoint-request", &checkpointRequest{Migration: "m1"}},
+		{"checkpoint-reply", &checkpointReply{Seq: 4}},
 	}
 }
 
@@ -89,6 +98,28 @@ func TestWireGolden(t *testing.T) {
 		name, got, _ := strings.Cut(line, " ")
 		if want[name] != got {
 			t.Errorf("%s: wire bytes changed\n got %s\nwant %s", name, got, want[name])
+		}
+	}
+}
+
+// TestWireAcceptsCompactInts: other languages' msgpack libraries write
+// integers in their smallest form (Go's writes uint64 and int64 at full
+// width); every wire value encoded that way decodes to the same value
+// (docs/participant.md "Encoding").
+func TestWireAcceptsCompactInts(t *testing.T) {
+	for _, g := range goldenValues() {
+		var buf bytes.Buffer
+		enc := msgpack.NewEncoder(&buf)
+		enc.UseCompactInts(true)
+		if err := enc.Encode(g.v); err != nil {
+			t.Fatalf("%s: %v", g.name, err)
+		}
+		out := reflect.New(reflect.TypeOf(g.v)).Interface()
+		if err := decode(buf.Bytes(), out); err != nil {
+			t.Fatalf("%s: decode compact form: %v", g.name, err)
+		}
+		if got := reflect.ValueOf(out).Elem().Interface(); !reflect.DeepEqual(got, g.v) {
+			t.Errorf("%s: compact form decodes to %#v, want %#v", g.name, got, g.v)
 		}
 	}
 }
