@@ -36,8 +36,8 @@ import (
 //   - no lost write: every acknowledged post not deleted since is at the
 //     current primary;
 //   - no resurrection: no acknowledged delete is undone at the primary;
-
-
+//   - no stale read: a read returns every post and delete acknowledged
+//     before it started (a delete acknowledged while it runs may show);
 //   - no data where the resource never lives: a region that is not the
 //     primary holds records only while a migration copies into it, or
 //     rolls back from it, or until its source cleanup after a swap;
