@@ -24,13 +24,12 @@ type worker struct {
 // and the step boundaries of a migration's normal and rollback paths, each
 // the event a step appends after its side effect (the orchestrator's
 // BeforeAppend hook): after the pre-lock CAS, after the hard-delete
-// escalation and its fences, mid-copy (pages imported, their checkpoint
-// not yet recorded), after the write-lock escalation and its fences,
-// between the swap CAS (with its post-swap fence, the last delta pages and
-// the validation, one step since the merged steps) and the Swapped event,
-// after clearing the previous migration's fence (before Completed), after a
-// rollback's release and cleanup, before the next attempt, and after the
-// source cleanup. The fallback-only events (validated, deltas-copied,
+// escalation, mid-copy (pages imported, their checkpoint not yet
+// recorded), after the write-lock escalation and its first delta pages,
+// between the swap CAS (with the last delta pages, the validation and the
+// regions' new authorities, one step since the merged steps) and the
+// Swapped event, before Completed, after a rollback's release and cleanup,
+// before the next attempt, and after the source cleanup. The fallback-only events (validated, deltas-copied,
 // cleanup-scheduled: appended only when the merged swap step could not do
 // its whole work) are not points of their own.
 var pausePoints = []string{"lock-cas", "pre-locked", "hard-delete-locked", "copy", "write-locked", "swapped", "completed", "rolled-back", "rescheduled", "cleaned-up"}

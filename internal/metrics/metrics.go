@@ -51,7 +51,7 @@ const (
 var (
 	rollbackReasons   = []string{"validation", "cancelled", "force-released", "write-lock-expired", "lock-expired", "lock-lost", "transient-failures", "other"}
 	validationReasons = []string{"budget", "count", "missing", "extra", "content", "read-error", "other"}
-	lockLabels        = []string{"write-lock", "locked-secondary", "not-authoritative", "fence-write", "fence-hard-delete", "other"}
+	lockLabels        = []string{"write-lock", "locked-secondary", "not-authoritative", "fence-write", "moved", "fence-hard-delete", "other"}
 	outcomes          = []string{string(events.StatusCompleted), string(events.StatusFailed), string(events.StatusDropped)}
 )
 

@@ -189,7 +189,7 @@ func Admit(rec Authority, op Op, req Authority, now time.Time) Decision {
 
 // Err is the *Error for a refusing decision (nil for Allow and Tombstone),
 // as the HTTP API and the NATS contract send it: Moved and Locked are
-// CodeLocked (423) with lock "moved" or "write fence", Refused is
+// CodeLocked (423) with lock "moved" or "fence write", Refused is
 // CodeConflict, Invalid CodeInvalid.
 func (d Decision) Err(resource string) *Error {
 	switch d.Verdict {
@@ -237,5 +237,5 @@ const (
 	// LockMoved: resolve the routing again and retry at once.
 	LockMoved = "moved"
 	// LockWriteFence: the source's write fence; retry after Retry-After.
-	LockWriteFence = "write fence"
+	LockWriteFence = "fence write"
 )

@@ -2,6 +2,8 @@ package contract_test
 
 import (
 	"math/rand/v2"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +115,31 @@ func TestUntilOfRoundsUp(t *testing.T) {
 	}
 	if got := contract.UntilOf(time.UnixMilli(1000)); got != 1000 {
 		t.Fatalf("UntilOf(1000ms) = %d", got)
+	}
+}
+
+// TestParticipantDocHasTheTable: docs/participant.md carries
+// testdata/admit.txt verbatim, so the table an implementer reads is the one
+// every participant is checked against.
+func TestParticipantDocHasTheTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/participant.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := os.ReadFile("testdata/admit.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- admit.txt begin -->\n```\n", "```\n<!-- admit.txt end -->"
+	_, rest, ok := strings.Cut(string(doc), begin)
+	if !ok {
+		t.Fatalf("docs/participant.md has no %q", begin)
+	}
+	got, _, ok := strings.Cut(rest, end)
+	if !ok {
+		t.Fatalf("docs/participant.md has no %q", end)
+	}
+	if got != string(table) {
+		t.Fatal("docs/participant.md's admission table differs from testdata/admit.txt: copy the file between the markers")
 	}
 }

@@ -10,19 +10,20 @@
 //
 //	cutover.contract.<region>.<service>.<op>
 //
-// where <op> is export, import, digests, slice, fence, unfence,
-// force-unfence, cleanup, checkpoint, or (version 1.1.0) grant, revoke and
-// reset: the target's import grant (contract.ImportGate). An import request
-// may carry the grant's token; the participant then applies the page only
-// while that grant is in force. Requests carry the caller's relative
-// timeout (Cutover-Timeout-Ms) and absolute deadline (Cutover-Deadline-Ms);
-// a request that reaches its handler past the deadline is answered
-// CodeUnavailable and not executed. Payloads are msgpack. A failure travels as a micro error reply
-// (headers Nats-Service-Error-Code = the contract.Code, Nats-Service-Error =
-// the message) whose body is the msgpack *contract.Error, so a remote error
+// where <op> is authority, export, import, digests, slice, cleanup, repair
+// or checkpoint (Ops; docs/participant.md gives every request and reply).
+// Every request that acts on a resource carries the authority it runs under
+// (contract.Authority, the routing revision as the only fencing token); the
+// participant decides it with contract.Admit. Requests carry the caller's
+// relative timeout (Cutover-Timeout-Ms) and absolute deadline
+// (Cutover-Deadline-Ms); a request that reaches its handler past the
+// deadline is answered CodeUnavailable and not executed. Payloads are
+// msgpack. A failure travels as a micro error reply (headers
+// Nats-Service-Error-Code = the contract.Code, Nats-Service-Error = the
+// message) whose body is the msgpack *contract.Error, so a remote error
 // comes back from the Client as an equal *contract.Error (errors.As works,
-// Code, RetryAfter and Lock survive). Discover lists the registered contract
-// services through micro's $SRV.INFO discovery.
+// Code, RetryAfter and Lock survive). Discover lists the registered
+// contract services through micro's $SRV.INFO discovery.
 //
 // # Pages through JetStream
 //
@@ -45,24 +46,12 @@
 // have services with nothing to copy, and each published page is a synced
 // append.
 //
-// # Phase 3 in one round trip (issue 16)
-//
 // An export asked for inline (contract.ExportRequest.Inline, the
 // orchestrator's delta pages in Phase 3) returns the page in its PageRef
 // (Page, Seq 0) when it fits InlinePageMax, and publishes nothing; the
-// import request then carries the page ("page"). An import request may also
-// grant the attempt's token in the same request ("gexp", unix ms) and seal
-// the copy ("seal"; "res" names the resource of a seal without a page):
-// after the page, the grant is revoked and the token retired, and the
-// reply (contract.ImportResult) carries the target's slice digests. The
-// server carries a request out with contract.ApplyImport, the same function
-// the in-process transport uses. A fence request may ask for an export too
-// ("mig", "exp"; Client.FenceAndExport): the page is exported once the
-// fence is set and comes back in a fenceReply ("exported", "ref"), so the
-// write fence and the first delta page are one round trip to the source.
-// A server that predates these fields ignores them: the orchestrator sees
-// no Sealed in an import reply and revokes and reads digests itself, and
-// no fence reply body, and exports on its own.
+// import request then carries the page ("page"), and the last one asks for
+// the target's digests in its reply ("digests"): a delta page is one round
+// trip to the source and one to the target.
 //
 // # The orchestrator's directory
 //

@@ -51,7 +51,7 @@ func goldenValues() []struct {
 			Dependents: []string{"media/x"}}},
 		{"import-result", &contract.ImportResult{Applied: 1, Total: 2}},
 		{"import-result-digests", &contract.ImportResult{Applied: 1, Total: 1, Removed: 4, Digests: []contract.SliceDigest{{Slice: 3_600_000_000_000, Count: 1, Hash: [16]byte{0xde, 0xad}}}}},
-		{"error", &contract.Error{Code: contract.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "write fence"}},
+		{"error", &contract.Error{Code: contract.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "fence write"}},
 		{"error-moved", &contract.Error{Code: contract.CodeLocked, Message: "m", Lock: "moved"}},
 		{"digests", []contract.SliceDigest{{Slice: 1, Count: 2, Hash: [16]byte{1, 2, 3}}}},
 		{"page-ref", &PageRef{Seq: 3, Count: 2, Next: 4, More: true, SyncToken: 2, Dependents: []string{"media/a"}, Duplicate: true}},

@@ -1,6 +1,7 @@
 package contractnats
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -29,5 +30,29 @@ func TestReaderMayNotMutate(t *testing.T) {
 	}
 	if !slices.Contains(deny, PagesSubjectPrefix+".>") {
 		t.Error("the reader may publish pages")
+	}
+}
+
+// TestParticipantDocNamesEveryOp: docs/participant.md documents every
+// operation a Server serves, with its request and reply, and names every
+// golden wire value, so an implementer finds each in it.
+func TestParticipantDocNamesEveryOp(t *testing.T) {
+	b, err := os.ReadFile("../../docs/participant.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, op := range Ops {
+		if strings.Count(doc, "| `"+op+"` |") < 2 {
+			t.Errorf("docs/participant.md: operation %q needs a row in the operations table and in the requests and replies table", op)
+		}
+	}
+	for _, g := range goldenValues() {
+		if !strings.Contains(doc, "`"+g.name+"`") {
+			t.Errorf("docs/participant.md names no golden value %q", g.name)
+		}
+	}
+	if !strings.Contains(doc, "version `"+Version+"`") {
+		t.Errorf("docs/participant.md does not give the contract version %s", Version)
 	}
 }

@@ -27,7 +27,7 @@ func wireValues() []any {
 		&contract.Page{Service: "s", Resource: "r", Mode: contract.Historical, SyncToken: 1, Next: 2, More: true,
 			Records:    []contract.Record{{ID: "a", Version: 1, Data: make([]byte, 300), Refs: []string{"media/x"}}, {ID: "b", Deleted: true}},
 			Dependents: []string{"media/x"}},
-		&contract.Error{Code: contract.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "write fence"},
+		&contract.Error{Code: contract.CodeLocked, Message: "m", RetryAfter: time.Minute, Lock: "fence write"},
 		[]contract.SliceDigest{{Slice: 1, Count: 2, Hash: [16]byte{1, 2}}},
 		&cleanupReply{Removed: -1},
 		&checkpointReply{Seq: 1<<64 - 1},

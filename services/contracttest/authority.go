@@ -138,7 +138,7 @@ func (k *kit) admissionRow(line int) {
 }
 
 // checkLocked checks that a user-path error is the 423 of the write fence:
-// CodeLocked, lock "write fence", a positive Retry-After (paper 001 §4.4,
+// CodeLocked, lock "fence write", a positive Retry-After (paper 001 §4.4,
 // Table 4).
 func checkLocked(t *testing.T, what string, err error) {
 	t.Helper()
