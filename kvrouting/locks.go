@@ -72,11 +72,11 @@ func (l *Locker) Get(ctx context.Context, res Resource) (*Document, error) {
 
 // Verify reports whether the holder of tok still holds the migration lock
 // of res: the check a migration makes before each call that acts under the
-// lock (an export page, an import, a fence, a validation). With the holder's
+// lock (an export page, an import, an authority, a validation). With the holder's
 // cached document it costs no read: the holder is the only writer of its
 // lock, so the document it last wrote is current unless an operator forced
-// the lock off, which the next conditional write (and the retired fence
-// token) reveals (paper 000 §8: "the service can safely use a cached
+// the lock off, which the next conditional write (and the stores'
+// authority records, at the newer revision) reveals (paper 000 §8: "the service can safely use a cached
 // document when the ETag matches", ~90 % fewer routing reads). cached nil:
 // one leader read. Returns the document the decision used. Errors:
 // ErrTokenMismatch, ErrExpired, and Get's.

@@ -43,14 +43,15 @@ type Config struct {
 	Locker *kvrouting.Locker
 	// Directory finds the service endpoints of a region.
 	Directory Directory
-	// Convergence selects Phase 1's wait (issue 15 #1): ConvergenceFence
-	// (the default) waits for no cache — the hard-delete escalation
-	// follows the pre-lock as soon as its event is durable, and the
-	// stores' fences, their routing watermark and the API's re-resolution
-	// stand in for the caches' expiry; ConvergenceTTL waits for every
-	// routing cache to expire, the paper's wait (pre-lock not-before +
-	// ConvergenceBuffer, at least the replication bound), for services
-	// whose store cannot hold a fence.
+	// Convergence selects Phase 1's wait: ConvergenceFence (the default)
+	// waits for no cache — the hard-delete escalation follows the
+	// pre-lock as soon as its event is durable, and the stores' authority
+	// records (contract.Admit refuses a request routed by an older
+	// revision) and the API's re-resolution stand in for the caches'
+	// expiry; ConvergenceTTL waits for every routing cache to expire, the
+	// paper's wait (pre-lock not-before + ConvergenceBuffer, at least the
+	// replication bound), for services whose store cannot keep an
+	// authority record.
 	Convergence string
 	// ConvergenceBuffer is the safety buffer added to the pre-lock's
 	// not-before (paper 001 §4.1.1: ≈10 min); ConvergenceTTL only.
@@ -74,8 +75,7 @@ type Config struct {
 	// RescheduleBackoff is the delay before a fresh attempt.
 	RescheduleBackoff time.Duration
 	// CleanupWindow is how long after the swap the source data is deleted
-	// (paper 001 §4.1.4: 15 days). It must not exceed the Locker's
-	// secondary lease, which the old location's post-swap fence lasts.
+	// (paper 001 §4.1.4: 15 days).
 	CleanupWindow time.Duration
 	// AckWait is the work consumer's ack wait: how soon a migration whose
 	// worker died is picked up again.
@@ -189,9 +189,10 @@ func (c *Config) Validate() error {
 	if c.AckWait < c.StepTimeout {
 		// A step may run for StepTimeout without telling the consumer it is
 		// alive; a shorter ack wait hands the same migration to a second
-		// worker while the first is still copying (issue 14 #1: two
-		// workers importing for one attempt). The import grant makes that
-		// safe, this keeps it rare.
+		// worker while the first is still copying (two workers importing
+		// for one attempt). The target's authority record makes that safe
+		// (an import of an attempt that has ended changes nothing), this
+		// keeps it rare.
 		return fmt.Errorf("%w: ack wait %s shorter than the step timeout %s", ErrInvalid, c.AckWait, c.StepTimeout)
 	}
 	if c.PhaseRetries < 1 || c.MaxAttempts < 1 || c.Parallel < 1 || c.Partitions < 1 || c.BackgroundSteps < 1 || c.PagesPerStep < 1 {

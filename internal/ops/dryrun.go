@@ -145,7 +145,7 @@ func makePlan(ctx context.Context, r StartRequest) (Plan, error) {
 		p.Pages += pages
 	}
 	check("services answer the contract, with fences", len(p.Services) == len(atSource) && len(atSource) > 0,
-		"%d of %d services at %s (contract %s: fences, grants, digests)", len(p.Services), len(atSource), p.Source, contractnats.Version)
+		"%d of %d services at %s (contract %s: authority, export, import, digests)", len(p.Services), len(atSource), p.Source, contractnats.Version)
 	p.Estimate = estimate(ctx, o, p.Records)
 	return p, nil
 }

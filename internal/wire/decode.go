@@ -180,7 +180,7 @@ func eventJSON(b []byte) (any, error) {
 }
 
 // tokenKeys are the wire keys whose string values are lock tokens.
-var tokenKeys = map[string]bool{"tok": true, "k": true, "grant": true, "lstk": true, "pswaptok": true, "Token": true, "token": true}
+var tokenKeys = map[string]bool{"tok": true, "k": true, "Token": true, "token": true}
 
 // genericJSON decodes any msgpack value into JSON-ready Go values: maps
 // with string keys, msgpack timestamps as RFC 3339 strings, binary as

@@ -13,8 +13,9 @@ import (
 	"github.com/cutover/cutover/services/contract"
 )
 
-// Fence-triggered re-resolution (issue 15 #2). A write that a region
-// refuses because the resource has moved — its post-swap fence ("moved"),
+// Re-resolution on "moved". A write that a region refuses because the
+// resource has moved — its store's authority is newer than the routing the
+// request was decided on ("moved", contract.Admit),
 // or a routing decision there that it is not the primary (a locked
 // secondary, not authoritative) — was routed by a stale cached document. The
 // server then reads the resource's routing from the stream leader into every
@@ -25,7 +26,7 @@ import (
 // reresolvable reports whether pattern's requests are re-run after a
 // "moved" refusal: the reads and writes on an existing conversation, except
 // media uploads (their bodies are not buffered). A read is refused as moved
-// where its routing is older than the region's fence says (issue 15 #3).
+// where its routing is older than the store's authority record.
 func reresolvable(pattern string) bool {
 	method, path, ok := strings.Cut(pattern, " ")
 	if !ok || method == http.MethodHead {

@@ -8,7 +8,7 @@
 // Every user operation of the services takes the kvrouting.Decision the
 // caller made for it at this region and applies it before touching storage
 // (paper 001 §5.2, Table 4): Allow performs the operation (the store still
-// checks its per-resource fence atomically), Tombstone turns a delete into a
+// admits it atomically by its authority record, contract.Admit), Tombstone turns a delete into a
 // tombstone, Reject returns a *contract.Error with CodeLocked and a
 // RetryAfter.
 package chat

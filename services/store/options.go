@@ -41,8 +41,8 @@ type Options struct {
 	// Sync, nil meaning true, makes every commit pebble.Sync (durable once
 	// the call returns). false means pebble.NoSync, for benchmarks only.
 	Sync *bool
-	// Clock is the store's time source; nil means time.Now. It decides fence
-	// expiry, timestamps and tombstone expiry.
+	// Clock is the store's time source; nil means time.Now. It decides when an
+	// authority's Until has passed, timestamps and tombstone expiry.
 	Clock func() time.Time
 	// Logger receives Pebble's log lines at debug level (its fatal errors
 	// at error level, then a panic); nil means slog.Default(). Nothing goes

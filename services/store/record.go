@@ -119,7 +119,7 @@ type formatInfo struct {
 	SliceWidth int64 `msgpack:"w"`
 }
 
-// formatVersion 3: one authority record per resource (contract 2.0) in
-// place of fences and import grants; slice digests include Version and
-// UpdatedAt (since format 2). Older stores are refused (ErrFormat).
+// formatVersion 3: one authority record per resource (contract 2.0);
+// slice digests include Version and UpdatedAt (since format 2). Older
+// stores are refused (ErrFormat).
 const formatVersion = 3
