@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/cutover/cutover/internal/system"
 	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/services/contractnats"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -61,8 +63,10 @@ func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"and --hosts) and a client certificate; "+certsUsersFile+" for `cutover nats --users` with one user per role\n"+
 		"(admin, gateway, orchestrator, projector, health, service-<region>), their passwords bcrypt-hashed, and\n"+
 		"each password in nats-<user>.password (for --nats-password-file); the token secret ("+certsAuthSecret+", for\n"+
-		"--auth-secret-file and `cutover token --secret-file`), the validator's service secret ("+certsServiceSecret+")\n"+
-		"and Prometheus' bearer credentials ("+certsPromCredential+"). Keys and secrets are written 0600 (the\n"+
+		"--auth-secret-file and `cutover token --secret-file`), the validator's service secret ("+certsServiceSecret+"),\n"+
+		"Prometheus' bearer credentials ("+certsPromCredential+"), the contract secret ("+certsContractSecret+", for the orchestrator's\n"+
+		"and the gateway's --contract-secret-file) and each region's contract key (contract-<region>.key, for\n"+
+		"`cutover service --region R --contract-key-file`). Keys and secrets are written 0600 (the\n"+
 		"credentials file 0644: Prometheus runs as another user), readable by whoever runs the roles: run it as\n"+
 		"that user (docker-compose.yml's certs service does). A DIR that already holds them is left as it is.", stdout)
 	dir := fset.String("dir", "", "output directory (created; required)")
@@ -135,6 +139,18 @@ func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := os.WriteFile(filepath.Join(*dir, certsPromCredential), []byte("svc:validator:"+service+"\n"), 0o644); err != nil {
 		return err
 	}
+	// The contract secret (orchestrator, gateway) and each region's key
+	// derived from it (`cutover service --region R`).
+	csecret := system.RandomSecret()
+	if err := os.WriteFile(filepath.Join(*dir, certsContractSecret), []byte(csecret+"\n"), 0o600); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		key := hex.EncodeToString(contractnats.RegionKey([]byte(csecret), r))
+		if err := os.WriteFile(filepath.Join(*dir, certsContractKey(r)), []byte(key+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
 	b, err := json.MarshalIndent(entries, "", "  ")
 	if err != nil {
 		return err
@@ -151,5 +167,10 @@ func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, " %s (%s)", u.name, u.identity)
 	}
 	fmt.Fprintf(stdout, "\n  secrets   %s, %s, %s\n", certsAuthSecret, certsServiceSecret, certsPromCredential)
+	fmt.Fprintf(stdout, "  contract  %s (orchestrator, gateway),", certsContractSecret)
+	for _, r := range rs {
+		fmt.Fprintf(stdout, " %s", certsContractKey(r))
+	}
+	fmt.Fprintln(stdout, " (cutover service --region R)")
 	return nil
 }

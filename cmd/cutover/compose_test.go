@@ -409,7 +409,7 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("%s: healthcheck %v: exit %d: %s", name, test[2:], code, herrs.String())
 		}
 		if _, ok := flagValue(test, "nats"); ok {
-			secured(t, name+" healthcheck", append([]string{"service"}, test[3:]...), svc, certsDir)
+			secured(t, name+" healthcheck", append([]string{"health"}, test[3:]...), svc, certsDir)
 		}
 		if h, ok := flagValue(test, "http"); ok {
 			refs = append(refs, ref{name, "", "healthcheck", urlPort(t, name, h)})
@@ -537,7 +537,7 @@ func secured(t *testing.T, name string, cmd []string, svc map[string]any, certsD
 	if slices.Contains(cmd, "--insecure-dev-auth") {
 		t.Errorf("%s runs --insecure-dev-auth", name)
 	}
-	for _, secret := range []string{"--nats-password", "--auth-secret", "--service-secret", "--secret"} {
+	for _, secret := range []string{"--nats-password", "--auth-secret", "--service-secret", "--secret", "--contract-secret", "--contract-key"} {
 		if slices.Contains(cmd, secret) {
 			t.Errorf("%s has a secret on its command line (%s)", name, secret)
 		}
@@ -545,10 +545,11 @@ func secured(t *testing.T, name string, cmd []string, svc map[string]any, certsD
 	want := map[string][]string{
 		"nats":         {"users", "tls-cert", "tls-key", "tls-ca", "route-tls"},
 		"provision":    {"nats-user", "nats-password-file", "nats-ca"},
-		"gateway":      {"nats-user", "nats-password-file", "nats-ca", "auth-secret-file", "service-secret-file"},
+		"gateway":      {"nats-user", "nats-password-file", "nats-ca", "auth-secret-file", "service-secret-file", "contract-secret-file"},
 		"projector":    {"nats-user", "nats-password-file", "nats-ca", "auth-secret-file", "service-secret-file"},
-		"orchestrator": {"nats-user", "nats-password-file", "nats-ca", "service-secret-file"},
-		"service":      {"nats-user", "nats-password-file", "nats-ca"},
+		"orchestrator": {"nats-user", "nats-password-file", "nats-ca", "service-secret-file", "contract-secret-file"},
+		"service":      {"nats-user", "nats-password-file", "nats-ca", "contract-key-file"},
+		"health":       {"nats-user", "nats-password-file", "nats-ca"},
 	}[cmd[0]]
 	for _, f := range want {
 		if !slices.Contains(cmd, "--"+f) {
@@ -626,6 +627,8 @@ func TestCheckConfig(t *testing.T) {
 	dev := "--insecure-dev-auth"
 	creds := []string{"--nats-user", "o", "--nats-password-file", "/x/pw", "--nats-ca", "/x/ca.pem"}
 	tokens := []string{"--auth-secret-file", "/x/auth", "--service-secret-file", "/x/svc"}
+	csecret := []string{"--contract-secret-file", "/x/contract"}
+	ckey := []string{"--contract-key-file", "/x/contract-eu-west.key"}
 	with := func(args []string, extra ...[]string) []string {
 		out := slices.Clone(args)
 		for _, e := range extra {
@@ -642,7 +645,9 @@ func TestCheckConfig(t *testing.T) {
 		{[]string{"nats", "--route-tls", "--cluster-name", "c"}, 2},
 		{[]string{"nats", "--tls-cert", "c.pem"}, 2},
 		{[]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1", dev}, 0},
-		{with([]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, creds), 0},
+		{with([]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, creds, ckey), 0},
+		{with([]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, creds), 2}, // no contract key
+		{with([]string{"service", "--region", "eu-west", "--contract-key", "ab"}, creds), 2},         // a key on argv
 		{[]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, 2}, // no credentials
 		{[]string{"service", "--region", "EU", dev}, 2},
 		{[]string{"service", "--region", "eu-west", "--sweep-interval", "-1s", dev}, 2},
@@ -651,16 +656,18 @@ func TestCheckConfig(t *testing.T) {
 		{[]string{"orchestrator", "--nats-user", "orchestrator"}, 2},                                // no password source
 		{[]string{"orchestrator", "--nats-user", "o", "--nats-password", "p", "--nats-ca", "x"}, 2}, // password on argv
 		{[]string{"orchestrator", "--nats-cert", "c.pem", dev}, 2},
-		{with([]string{"orchestrator"}, creds), 0},
-		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080"}, creds), 2}, // --api without the service secret
-		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret-file", "/x/svc"}, creds), 0},
-		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret", "s"}, creds), 2},
+		{with([]string{"orchestrator"}, creds, csecret), 0},
+		{with([]string{"orchestrator"}, creds), 2},                                             // no contract secret
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080"}, creds, csecret), 2}, // --api without the service secret
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret-file", "/x/svc"}, creds, csecret), 0},
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret", "s"}, creds, csecret), 2},
 		{[]string{"projector", "--http", "nope", dev}, 2},
 		{[]string{"projector", "--log-level", "loud", dev}, 2},
 		{with([]string{"projector"}, creds), 2}, // no token secret
 		{with([]string{"projector"}, creds, tokens), 0},
 		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0", dev}, 0},
-		{with([]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0"}, creds, tokens), 0},
+		{with([]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0"}, creds, tokens, csecret), 0},
+		{with([]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0"}, creds, tokens), 2}, // no contract secret
 		{with([]string{"gateway", "--http", "127.0.0.1:0", "--auth-secret", "s0123456789abcdef"}, creds, tokens[2:]), 2},
 		// A supercluster's roles as separate processes.
 		{[]string{"gateway", "--regions", "us-east,eu-west", "--http", "127.0.0.1:0", "--placement", "home=us-east,pages=eu-west", "--region-nats", "eu-west=nats://127.0.0.1:4223", dev}, 0},
@@ -717,6 +724,8 @@ func TestSecureByDefault(t *testing.T) {
 		{[]string{"gateway", "--insecure-dev-auth", "--auth-secret", "x"}, "CUTOVER_AUTH_SECRET"},
 		{[]string{"projector", "--insecure-dev-auth", "--auth-secret", "x"}, "CUTOVER_AUTH_SECRET"},
 		{[]string{"orchestrator", "--insecure-dev-auth", "--service-secret", "x"}, "CUTOVER_SERVICE_SECRET"},
+		{[]string{"orchestrator", "--insecure-dev-auth", "--contract-secret", "x"}, "CUTOVER_CONTRACT_SECRET"},
+		{[]string{"service", "--region", "us-east", "--insecure-dev-auth", "--contract-key", "x"}, "CUTOVER_CONTRACT_KEY"},
 		{[]string{"service", "--region", "us-east", "--nats-user", "s", "--nats-password", "x"}, "CUTOVER_NATS_PASSWORD"},
 		{[]string{"health", "--nats", "nats://127.0.0.1:1", "--nats-user", "h", "--nats-password", "x"}, "CUTOVER_NATS_PASSWORD"},
 		{[]string{"provision", "--nats-user", "admin", "--nats-password", "x"}, "CUTOVER_NATS_PASSWORD"},

@@ -324,6 +324,7 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	region := fs.String("region", "", "the region served (required)")
 	data := fs.String("data", "", "data directory of the region's Pebble stores (empty = in memory, lost at exit)")
 	sweep := addSweepFlag(fs)
+	ckey := addContractKey(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -335,6 +336,9 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	sec, err := rf.security("service")
 	if err != nil {
+		return err
+	}
+	if err := checkContract(ckey, "service", "its region's contract key", rf.isInsecure()); err != nil {
 		return err
 	}
 	var place system.Config
@@ -362,6 +366,9 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	cfg := &system.Config{Regions: []string{*region}, DataDir: *data, Logger: log}
 	cfg.Home, cfg.PagesRegion = place.Home, place.PagesRegion
+	if err := applyContractKey(ckey, cfg); err != nil {
+		return err
+	}
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
 	}
@@ -376,6 +383,7 @@ func runServiceRole(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stdout, "  NATS      %s\n", ep.URL)
 		fmt.Fprintf(stdout, "  services  %s\n", strings.Join(chat.ServiceNames, ", "))
 		fmt.Fprintf(stdout, "  data      %s\n", dataLine(*data))
+		fmt.Fprintf(stdout, "  contract  %s\n", contractLine(cfg))
 		fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	})
 }
@@ -397,6 +405,7 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	workers := fs.Int("workers", 2, "workers in this process")
 	apiURL := fs.String("api", "", "base URL of the user-facing API to validate through (empty = the contract)")
 	secret := addSecret(fs, "service-secret", serviceSecretEnv, "secret of the validator's service identity at the API (needed with --api)")
+	csecret := addContractSecret(fs)
 	convergence := fs.String("convergence", orchestrator.ConvergenceFence, "Phase 1's wait: fence (no cache waited for; the stores' fences stand in) or ttl (every routing cache expires first, the paper's wait)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -421,6 +430,9 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	sec, err := rf.security("orchestrator")
 	if err != nil {
+		return err
+	}
+	if err := checkContract(csecret, "orchestrator", "the contract secret", rf.isInsecure()); err != nil {
 		return err
 	}
 	var place system.Config
@@ -455,6 +467,9 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	cfg := &system.Config{Regions: []string{"us-east"}, Workers: *workers, ServiceSecret: svcSecret, Logger: log}
 	cfg.Home, cfg.PagesRegion = place.Home, place.PagesRegion
 	cfg.Orchestrator.Convergence = *convergence
+	if err := applyContractSecret(csecret, cfg); err != nil {
+		return err
+	}
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
 	}
@@ -475,6 +490,7 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 		fmt.Fprintf(stdout, "  NATS        %s\n", ep.URL)
 		fmt.Fprintf(stdout, "  consumers   %s on %s, %s on %s\n", orchestrator.CommandConsumer, events.CommandStream, orchestrator.WorkConsumer, events.WorkStream)
 		fmt.Fprintf(stdout, "  validation  %s\n", validation)
+		fmt.Fprintf(stdout, "  contract    %s\n", contractLine(cfg))
 		if cfg.Orchestrator.Convergence == orchestrator.ConvergenceTTL {
 			fmt.Fprintf(stdout, "  convergence ttl: %s + buffer %s\n", lk.Config().ConvergenceDelay, cfg.Orchestrator.ConvergenceBuffer)
 		} else {
@@ -626,6 +642,7 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	regionNATS := fs.String("region-nats", "", "in a supercluster: R=URL[,R=URL] connects region R's services to R's own cluster (the others use --nats); give --placement too")
 	sweep := addSweepFlag(fs)
 	queue := addQueueFlags(fs)
+	csecret := addContractSecret(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -660,6 +677,9 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := ha.check("gateway", rf.isInsecure()); err != nil {
 		return err
 	}
+	if err := checkContract(csecret, "gateway", "the contract secret", rf.isInsecure()); err != nil {
+		return err
+	}
 	var place system.Config
 	if err := rf.applyPlacement(&place); err != nil {
 		return err
@@ -691,6 +711,9 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := ha.apply(cfg, rf.isInsecure()); err != nil {
 		return err
 	}
+	if err := applyContractSecret(csecret, cfg); err != nil {
+		return err
+	}
 	cfg.Home, cfg.PagesRegion = place.Home, place.PagesRegion
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
@@ -710,6 +733,7 @@ func runGatewayRole(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stdout, "  NATS      %s\n", ep.URL)
 		fmt.Fprintf(stdout, "  HTTP API  http://%s   (/metrics too, for service identities)\n", hs.Addr)
 		fmt.Fprintf(stdout, "  auth      %s\n", authLine(cfg, "api"))
+		fmt.Fprintf(stdout, "  contract  %s\n", contractLine(cfg))
 		fmt.Fprintf(stdout, "  data      %s\n", dataLine(*data))
 		fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	})

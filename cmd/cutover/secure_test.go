@@ -41,9 +41,18 @@ func (f secureFiles) natsFlags() []string {
 		"--tls-ca", f.path("ca.pem"), "--route-tls"}
 }
 
-// creds are a role's NATS credentials as user.
+// creds are a role's credentials as user: its NATS user, and the contract
+// secret (the gateway, the orchestrators) or its region's contract key (a
+// service-<region> user).
 func (f secureFiles) creds(user string) []string {
-	return []string{"--nats-user", user, "--nats-password-file", f.path("nats-" + user + ".password"), "--nats-ca", f.path("ca.pem")}
+	c := []string{"--nats-user", user, "--nats-password-file", f.path("nats-" + user + ".password"), "--nats-ca", f.path("ca.pem")}
+	switch region, svc := strings.CutPrefix(user, "service-"); {
+	case user == "gateway" || user == "orchestrator":
+		c = append(c, "--contract-secret-file", f.path(certsContractSecret))
+	case svc:
+		c = append(c, "--contract-key-file", f.path(certsContractKey(region)))
+	}
+	return c
 }
 
 // secrets are the token and service secrets of the gateway and projector.

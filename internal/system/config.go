@@ -14,6 +14,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
+	"github.com/cutover/cutover/services/contractnats"
 )
 
 // DefaultQueueWrites is how long the API parks a write behind a write lock
@@ -90,6 +91,16 @@ type Config struct {
 	// parked at once (0 = api.DefaultQueueMax).
 	QueueWrites time.Duration
 	QueueMax    int
+	// ContractSecret is the deployment's contract secret
+	// (contractnats.RegionKey): the orchestrator's directory accepts only
+	// contract replies signed with the key of the region it asked, and this
+	// process's contract servers sign with their region's key derived from
+	// it. ContractKey, for a role serving one region without the secret
+	// (`cutover service`), is that region's key instead. Neither: nothing
+	// is signed or verified (development; Start, one process for both
+	// ends, draws a random secret).
+	ContractSecret string
+	ContractKey    []byte
 	// AuthSecret, when set, makes the API accept only signed user tokens
 	// (api.SignedAuth, audience api.AudienceAPI) and the projector's HTTP
 	// only tokens for api.AudienceProjector (or a service identity).
@@ -125,6 +136,26 @@ type Config struct {
 	// StoreFS, if set, wraps the filesystem of every service store (chaos:
 	// a filesystem whose fsyncs are sometimes slow).
 	StoreFS func(vfs.FS) vfs.FS
+}
+
+// contractKey is the key region's contract servers sign with (nil: none).
+func (c *Config) contractKey(region string) []byte {
+	switch {
+	case c.ContractKey != nil:
+		return c.ContractKey
+	case c.ContractSecret != "":
+		return contractnats.RegionKey([]byte(c.ContractSecret), region)
+	}
+	return nil
+}
+
+// contractKeys is the keyring the directory verifies replies with (nil:
+// none).
+func (c *Config) contractKeys() contractnats.Keys {
+	if c.ContractSecret == "" {
+		return nil
+	}
+	return contractnats.SecretKeys([]byte(c.ContractSecret))
 }
 
 // EnsureDefaults fills zero fields with the dev defaults and checks the

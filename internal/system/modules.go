@@ -114,7 +114,7 @@ func provideDirectory(cfg *Config, nc *nats.Conn, js jetstream.JetStream, hs *HT
 // the contract's digests).
 func newDirectory(cfg *Config, nc *nats.Conn, js jetstream.JetStream, apiURL func() string) *contractnats.Directory {
 	return contractnats.NewDirectory(nc, js, chat.ServicesFor, contractnats.DirectoryOptions{
-		APIURL: apiURL, APIDigestsPath: api.InternalDigestsPath, Secret: cfg.ServiceSecret})
+		APIURL: apiURL, APIDigestsPath: api.InternalDigestsPath, Secret: cfg.ServiceSecret, Keys: cfg.contractKeys()})
 }
 
 func provideOrchClient(nc *nats.Conn, js jetstream.JetStream) *orchestrator.Client {
@@ -374,7 +374,7 @@ func serveContracts(in contractsIn) error {
 					rnc, rjs = c, j
 				}
 				for _, p := range reg.Participants() {
-					s, err := contractnats.Serve(context.Background(), rnc, rjs, name, p, contractnats.ServeOptions{})
+					s, err := contractnats.Serve(context.Background(), rnc, rjs, name, p, contractnats.ServeOptions{Key: in.Cfg.contractKey(name)})
 					if err != nil {
 						return fmt.Errorf("serve %s/%s: %w", name, p.Service(), err)
 					}

@@ -83,6 +83,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if cfg.ServiceSecret == "" {
 		cfg.ServiceSecret = RandomSecret()
 	}
+	if cfg.ContractSecret == "" && cfg.ContractKey == nil {
+		cfg.ContractSecret = RandomSecret()
+	}
 	s := &System{Config: &cfg}
 	if cfg.DataDir == "" && !cfg.InMemory {
 		dir, err := os.MkdirTemp("", "cutover-")

@@ -29,6 +29,7 @@ type Client struct {
 	region  string
 	service string
 	timeout time.Duration
+	keys    Keys            // verify replies (WithKeys); nil: none
 	err     *contract.Error // a bad Dial argument, returned by every call
 }
 
@@ -43,6 +44,14 @@ func WithTimeout(d time.Duration) ClientOption {
 			c.timeout = d
 		}
 	}
+}
+
+// WithKeys makes the client accept only replies signed with the key of
+// the region it calls (signing.go): any other reply — unsigned, signed
+// with another region's key, or for another request — is refused with
+// CodeInternal. nil keys accept any reply (development).
+func WithKeys(keys Keys) ClientOption {
+	return func(c *Client) { c.keys = keys }
 }
 
 // Dial returns a client of service's contract in region over nc; js reads
@@ -242,6 +251,8 @@ func (c *Client) request(ctx context.Context, op string, req any) ([]byte, error
 	subject := EndpointSubject(c.region, c.service, op)
 	msg := nats.NewMsg(subject)
 	msg.Data = body
+	nonce := newNonce()
+	msg.Header.Set(HeaderNonce, nonce)
 	if dl, ok := ctx.Deadline(); ok {
 		// Ask the server to give up a little before we do, so that its
 		// error reply (not our timeout) is what the caller sees.
@@ -257,6 +268,9 @@ func (c *Client) request(ctx context.Context, op string, req any) ([]byte, error
 	}
 	if err != nil {
 		return nil, fromNATS(fmt.Sprintf("contract %s %s/%s", op, c.region, c.service), err)
+	}
+	if err := checkReply(c.keys, c.region, subject, nonce, reply); err != nil {
+		return nil, err
 	}
 	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
 		return nil, remoteError(code, reply)

@@ -106,10 +106,14 @@ func TestCopyThroughStream(t *testing.T) {
 	dstStore := openStoreOn(t, dstFS)
 	src := services.NewStoreParticipant("messages", srcStore, services.StoreParticipantOptions{})
 	dst := services.NewStoreParticipant("messages", dstStore, services.StoreParticipantOptions{})
-	e.serve(t, "eu", src, contractnats.ServeOptions{})
-	dstSrv := e.serve(t, "us", dst, contractnats.ServeOptions{})
-	sc := contractnats.Dial(e.nc, e.js, "eu", "messages")
-	dc := contractnats.Dial(e.nc, e.js, "us", "messages")
+	// Signed replies and pages throughout (signing.go): replayed exports
+	// find their own signed pages stored.
+	secret := []byte("a contract secret of thirty-two bytes or more")
+	e.serve(t, "eu", src, contractnats.ServeOptions{Key: contractnats.RegionKey(secret, "eu")})
+	dstSrv := e.serve(t, "us", dst, contractnats.ServeOptions{Key: contractnats.RegionKey(secret, "us")})
+	keys := contractnats.WithKeys(contractnats.SecretKeys(secret))
+	sc := contractnats.Dial(e.nc, e.js, "eu", "messages", keys)
+	dc := contractnats.Dial(e.nc, e.js, "us", "messages", keys)
 	const mig = "mig-1"
 
 	for i := range 20 {
@@ -217,7 +221,7 @@ func TestCopyThroughStream(t *testing.T) {
 		if _, err := dc.Checkpoint(t.Context(), mig); code(t, err) != contract.CodeUnavailable {
 			t.Fatalf("Checkpoint with the importer stopped: %v, want unavailable", err)
 		}
-		e.serve(t, "us", dst, contractnats.ServeOptions{})
+		e.serve(t, "us", dst, contractnats.ServeOptions{Key: contractnats.RegionKey(secret, "us")})
 		if cp, err := dc.Checkpoint(t.Context(), mig); err != nil || cp != last {
 			t.Fatalf("Checkpoint after a restart = %d, %v; want %d (kept in the store's cursors)", cp, err, last)
 		}

@@ -43,6 +43,10 @@ type DirectoryOptions struct {
 	// HTTPClient makes the reads through the API; nil means a client with
 	// DefaultValidationTimeout.
 	HTTPClient *http.Client
+	// Keys verifies every contract reply (WithKeys, signing.go): the
+	// orchestrator's SecretKeys of the deployment's contract secret. nil
+	// accepts unsigned replies (development).
+	Keys Keys
 }
 
 // Directory is the orchestrator's contract.Directory over the NATS contract:
@@ -102,7 +106,7 @@ func (d *Directory) Endpoints(ctx context.Context, region, kind string) ([]contr
 		key := region + "/" + svc
 		c, ok := d.mu.clients[key]
 		if !ok {
-			c = Dial(d.nc, d.js, region, svc)
+			c = Dial(d.nc, d.js, region, svc, WithKeys(d.opts.Keys))
 			d.mu.clients[key] = c
 		}
 		out = append(out, &dirEndpoint{c: c, dir: d})

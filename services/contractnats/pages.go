@@ -83,6 +83,9 @@ type publisher struct {
 	// stream returns the PagesStream handle, to read a deduplicated page
 	// back.
 	stream func(context.Context) (jetstream.Stream, error)
+	// key signs every page published, and a deduplicated page read back
+	// must verify with it (ServeOptions.Key; nil: none).
+	key []byte
 }
 
 // PublishPage publishes page to PagesStream on PageSubject(migrationID,
@@ -119,6 +122,9 @@ func (p publisher) publish(ctx context.Context, migrationID string, page contrac
 	subject := PageSubject(migrationID, page.Service)
 	id := MsgID(migrationID, page.Service, page.Mode, page.Attempt, page.SyncToken, page.Cursor)
 	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	if p.key != nil {
+		msg.Header.Set(HeaderSignature, signature(p.key, pageKind, subject, id, "", data))
+	}
 	var ack *jetstream.PubAck
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, p.attemptTimeout)
@@ -152,7 +158,7 @@ func (p publisher) publish(ctx context.Context, migrationID string, page contrac
 	if err != nil {
 		return PageRef{}, fromNATS("stream "+PagesStream, err)
 	}
-	stored, err := fetchPage(ctx, stream, migrationID, page.Service, ack.Sequence)
+	stored, err := fetchPage(ctx, stream, migrationID, page.Service, ack.Sequence, p.key)
 	if err != nil {
 		return PageRef{}, err
 	}
@@ -179,10 +185,14 @@ func FetchPage(ctx context.Context, js jetstream.JetStream, migrationID, service
 	if err != nil {
 		return contract.Page{}, fromNATS("stream "+PagesStream, err)
 	}
-	return fetchPage(ctx, stream, migrationID, service, seq)
+	return fetchPage(ctx, stream, migrationID, service, seq, nil)
 }
 
-func fetchPage(ctx context.Context, stream jetstream.Stream, migrationID, service string, seq uint64) (contract.Page, error) {
+//
+// With key, the message must carry the page signature of that key (a page
+// this region published): a page planted by anyone else under the same
+// Nats-Msg-Id is refused with CodeInternal.
+func fetchPage(ctx context.Context, stream jetstream.Stream, migrationID, service string, seq uint64, key []byte) (contract.Page, error) {
 	if seq == 0 {
 		return contract.Page{}, invalid("page sequence 0")
 	}
@@ -192,6 +202,13 @@ func fetchPage(ctx context.Context, stream jetstream.Stream, migrationID, servic
 	}
 	if want := PageSubject(migrationID, service); m.Subject != want {
 		return contract.Page{}, invalid("message %d of %s is on %q, not %q", seq, PagesStream, m.Subject, want)
+	}
+	if key != nil {
+		sig, id := m.Header.Get(HeaderSignature), m.Header.Get(jetstream.MsgIDHeader)
+		if sig == "" || !verifySignature(key, sig, pageKind, m.Subject, id, "", m.Data) {
+			return contract.Page{}, contract.Errorf(contract.CodeInternal,
+				"page %d of %s (%s) is not signed by this region's key: refused (planted under its Nats-Msg-Id by someone else)", seq, PagesStream, id)
+		}
 	}
 	var page contract.Page
 	if err := decode(m.Data, &page); err != nil {

@@ -45,14 +45,22 @@ func (d *Directory) ProbeRegion(ctx context.Context, region, kind string) error 
 	defer cancel()
 	var missing []string
 	for _, svc := range names {
-		msg := nats.NewMsg(EndpointSubject(region, svc, OpCheckpoint))
+		subject := EndpointSubject(region, svc, OpCheckpoint)
+		msg := nats.NewMsg(subject)
 		msg.Data = body
-		_, err := d.nc.RequestMsgWithContext(ctx, msg)
+		nonce := newNonce()
+		msg.Header.Set(HeaderNonce, nonce)
+		reply, err := d.nc.RequestMsgWithContext(ctx, msg)
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
 			missing = append(missing, svc)
 		case err != nil:
 			return fromNATS("probe "+region+"/"+svc, err)
+		default:
+			// Only the region's own servers count as serving it.
+			if err := checkReply(d.opts.Keys, region, subject, nonce, reply); err != nil {
+				return err
+			}
 		}
 	}
 	if len(missing) > 0 {

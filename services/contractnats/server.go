@@ -120,7 +120,7 @@ func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region st
 	if s.maxReply == 0 {
 		s.maxReply = max(int(nc.MaxPayload())-replyHeaderSlack, 1024)
 	}
-	s.pub = publisher{js: js, attempts: opts.PublishAttempts, attemptTimeout: opts.PublishAttemptTimeout, stream: s.pagesStream}
+	s.pub = publisher{js: js, attempts: opts.PublishAttempts, attemptTimeout: opts.PublishAttemptTimeout, stream: s.pagesStream, key: opts.Key}
 	s.base, s.cancelBase = context.WithCancel(context.WithoutCancel(ctx))
 
 	svc, err := micro.AddService(nc, micro.Config{
@@ -231,9 +231,10 @@ type handlerFunc func(ctx context.Context, body []byte) (any, error)
 // endpoint stats therefore count requests but not their errors or time.)
 func (s *Server) handler(h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
-		r := inbound{reply: req.Reply(), data: req.Data(), timeout: s.timeoutOf(req.Headers()), deadline: deadlineOf(req.Headers())}
+		r := inbound{subject: req.Subject(), nonce: req.Headers().Get(HeaderNonce), reply: req.Reply(), data: req.Data(),
+			timeout: s.timeoutOf(req.Headers()), deadline: deadlineOf(req.Headers())}
 		if !s.enter() {
-			s.replyError(r.reply, contract.Errorf(contract.CodeUnavailable, "contract %s/%s is stopping", s.region, s.service))
+			s.replyError(r, contract.Errorf(contract.CodeUnavailable, "contract %s/%s is stopping", s.region, s.service))
 			return
 		}
 		s.slots <- struct{}{} // a full server stops reading: back-pressure
@@ -245,8 +246,11 @@ func (s *Server) handler(h handlerFunc) micro.Handler {
 	})
 }
 
-// inbound is what a handler goroutine needs of a request.
+// inbound is what a handler goroutine needs of a request: its subject and
+// nonce sign the reply (signing.go).
 type inbound struct {
+	subject  string
+	nonce    string
 	reply    string
 	data     []byte
 	timeout  time.Duration
@@ -256,7 +260,7 @@ type inbound struct {
 // serve handles one request and sends its reply.
 func (s *Server) serve(r inbound, h handlerFunc) {
 	if !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
-		s.replyError(r.reply, contract.Errorf(contract.CodeUnavailable,
+		s.replyError(r, contract.Errorf(contract.CodeUnavailable,
 			"contract %s/%s: request past its deadline (%s), not executed", s.region, s.service, r.deadline.UTC().Format(time.RFC3339Nano)))
 		return
 	}
@@ -269,30 +273,32 @@ func (s *Server) serve(r inbound, h handlerFunc) {
 	}
 	v, err := call(ctx, h, r.data)
 	if err != nil {
-		s.replyError(r.reply, s.toError(err))
+		s.replyError(r, s.toError(err))
 		return
 	}
 	var body []byte
 	if v != nil {
 		if body, err = encode(v); err != nil {
-			s.replyError(r.reply, s.toError(err))
+			s.replyError(r, s.toError(err))
 			return
 		}
 	}
 	if len(body) > s.maxReply {
-		s.replyError(r.reply, contract.Errorf(contract.CodeTooLarge, "reply of %d bytes above %d", len(body), s.maxReply))
+		s.replyError(r, contract.Errorf(contract.CodeTooLarge, "reply of %d bytes above %d", len(body), s.maxReply))
 		return
 	}
-	s.send(r.reply, nil, body)
+	s.send(r, nil, body)
 }
 
-// send publishes a reply. A lost reply is the caller's timeout, and every
-// operation is safe to retry.
-func (s *Server) send(reply string, hdr nats.Header, body []byte) {
-	if reply == "" {
+// send publishes a reply to r, signed with the region's key when the
+// server has one. A lost reply is the caller's timeout, and every operation
+// is safe to retry.
+func (s *Server) send(r inbound, hdr nats.Header, body []byte) {
+	if r.reply == "" {
 		return // a publish without a reply subject: nobody is waiting
 	}
-	_ = s.nc.PublishMsg(&nats.Msg{Subject: reply, Header: hdr, Data: body})
+	hdr = signReply(s.opts.Key, r.subject, r.nonce, hdr, body)
+	_ = s.nc.PublishMsg(&nats.Msg{Subject: r.reply, Header: hdr, Data: body})
 }
 
 // call runs h, turning a panic into CodeInternal: a bug in one request must
@@ -338,7 +344,7 @@ func (s *Server) toError(err error) *contract.Error {
 
 // replyError sends e as a micro error reply: the code and message in
 // micro's headers, the whole *contract.Error as the msgpack body.
-func (s *Server) replyError(reply string, e *contract.Error) {
+func (s *Server) replyError(r inbound, e *contract.Error) {
 	body, err := encode(e)
 	if err != nil {
 		body = nil
@@ -361,7 +367,7 @@ func (s *Server) replyError(reply string, e *contract.Error) {
 	if code == "" {
 		code = string(contract.CodeInternal)
 	}
-	s.send(reply, nats.Header{micro.ErrorHeader: []string{desc}, micro.ErrorCodeHeader: []string{code}}, body)
+	s.send(r, nats.Header{micro.ErrorHeader: []string{desc}, micro.ErrorCodeHeader: []string{code}}, body)
 }
 
 // export implements OpExport: Participant.Export, then publish the page to
@@ -432,7 +438,7 @@ func (s *Server) importPage(ctx context.Context, body []byte) (any, error) {
 		if err != nil {
 			return nil, fromNATS("stream "+PagesStream, err)
 		}
-		page, err := fetchPage(ctx, stream, r.Migration, s.service, r.Seq)
+		page, err := fetchPage(ctx, stream, r.Migration, s.service, r.Seq, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -44,6 +44,12 @@ type ServeOptions struct {
 	// time in arrival order. A full server stops reading its
 	// subscriptions, which is the back-pressure callers see as latency.
 	MaxConcurrent int
+	// Key is this region's contract key (RegionKey of the deployment's
+	// contract secret): every reply and every published page is signed
+	// with it (signing.go), and a stored page found by a deduplicated
+	// publish is accepted only if it verifies. nil signs nothing
+	// (development); a Client with Keys then refuses the replies.
+	Key []byte
 }
 
 // EnsureDefaults fills the zero fields of o, except Checkpoints, which Serve
@@ -80,6 +86,8 @@ func (o *ServeOptions) Validate() error {
 		return fmt.Errorf("%w: negative MaxReplyBytes", ErrInvalidOptions)
 	case o.MaxConcurrent < 0:
 		return fmt.Errorf("%w: negative MaxConcurrent", ErrInvalidOptions)
+	case o.Key != nil && len(o.Key) < 16:
+		return fmt.Errorf("%w: a contract key of %d bytes (RegionKey gives 32)", ErrInvalidOptions, len(o.Key))
 	}
 	return nil
 }
