@@ -302,6 +302,19 @@ func TestSecureRoles(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// The service signs with the region key `cutover certs` wrote for it:
+	// the orchestrator's keys (the contract secret) verify its replies,
+	// another deployment's do not.
+	for _, c := range []struct {
+		secret string
+		ok     bool
+	}{{files.read(t, certsContractSecret), true}, {"another deployment's contract secret, 32+ bytes", false}} {
+		cl := contractnats.Dial(nc, js, "ap-south", chat.ServiceNames[0], contractnats.WithKeys(contractnats.SecretKeys([]byte(c.secret))))
+		if _, err := cl.Checkpoint(ctx, "m-probe"); (err == nil) != c.ok {
+			t.Fatalf("a signed reply from ap-south, verified with the right secret %v: %v", c.ok, err)
+		}
+	}
+
 	alice := files.client(t, api, "alice")
 	if _, err := alice.CreateConversation(ctx, client.NewConversation{ID: "sec", Title: "sec"}); err != nil {
 		t.Fatal(err)
