@@ -547,7 +547,7 @@ func secured(t *testing.T, name string, cmd []string, svc map[string]any, certsD
 		"provision":    {"nats-user", "nats-password-file", "nats-ca"},
 		"gateway":      {"nats-user", "nats-password-file", "nats-ca", "auth-secret-file", "service-secret-file"},
 		"projector":    {"nats-user", "nats-password-file", "nats-ca", "auth-secret-file", "service-secret-file"},
-		"orchestrator": {"nats-user", "nats-password-file", "nats-ca", "service-secret-file"},
+		"orchestrator": {"nats-user", "nats-password-file", "nats-ca", "service-secret-file", "operators-file"},
 		"service":      {"nats-user", "nats-password-file", "nats-ca"},
 	}[cmd[0]]
 	for _, f := range want {
@@ -651,9 +651,11 @@ func TestCheckConfig(t *testing.T) {
 		{[]string{"orchestrator", "--nats-user", "orchestrator"}, 2},                                // no password source
 		{[]string{"orchestrator", "--nats-user", "o", "--nats-password", "p", "--nats-ca", "x"}, 2}, // password on argv
 		{[]string{"orchestrator", "--nats-cert", "c.pem", dev}, 2},
-		{with([]string{"orchestrator"}, creds), 0},
-		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080"}, creds), 2}, // --api without the service secret
-		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret-file", "/x/svc"}, creds), 0},
+		{with([]string{"orchestrator"}, creds), 2}, // no operator registry
+		{with([]string{"orchestrator", "--operators-file", "/x/operators.json"}, creds), 0},
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--operators-file", "/x/operators.json"}, creds), 2}, // --api without the service secret
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret-file", "/x/svc", "--operators-file", "/x/operators.json"}, creds), 0},
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret-file", "/x/svc"}, creds), 2}, // no operator registry
 		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret", "s"}, creds), 2},
 		{[]string{"projector", "--http", "nope", dev}, 2},
 		{[]string{"projector", "--log-level", "loud", dev}, 2},

@@ -94,6 +94,14 @@ func (k *Key) Approve(q Request, now time.Time, validity time.Duration) (string,
 	}
 	st := Statement{Version: version, Operator: k.name, Operation: q.Operation, Resource: q.Resource, Region: q.Region,
 		Reason: q.Reason, IssuedAt: now.Unix(), ExpiresAt: now.Add(validity).Unix(), Nonce: hex.EncodeToString(nonce[:])}
+	return k.Sign(st)
+}
+
+// Sign signs st as it is and returns its token: whatever operator it
+// names, only a registry entry whose key is k's verifies it, and then only
+// under that entry's name (Registry.Verify). Approve is the way to approve
+// a request; Sign serves tools and tests that need an exact statement.
+func (k *Key) Sign(st Statement) (string, error) {
 	payload, err := json.Marshal(st)
 	if err != nil {
 		return "", err
