@@ -331,8 +331,8 @@ func TestSecureRoles(t *testing.T) {
 		t.Errorf("dry run as the admin: exit %d: %s%s", code, out, errs)
 	}
 	// A two-person command as the admin: the orchestrator verifies the
-	// operators' signed approvals and repairs the record itself; names
-	// alone are refused.
+	// operators' signed approvals and repairs the record itself; the admin
+	// may not repair by itself, and names alone are refused.
 	secDoc, err := kvrouting.NewStore(ctx, nc, js, "")
 	if err != nil {
 		t.Fatal(err)
@@ -353,6 +353,35 @@ func TestSecureRoles(t *testing.T) {
 			t.Fatal(err)
 		}
 		return a.String()
+	}
+	adminOpts, err := files.security(t, "admin").Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	violation := make(chan string, 4)
+	anc, ajs, err := cnats.Connect(ctx, url, append(adminOpts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		select {
+		case violation <- err.Error():
+		default:
+		}
+	}))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anc.Close()
+	rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err = contractnats.Dial(anc, ajs, "eu-west", "messages").Repair(rctx, "conv/sec", before.AuthorityAt("eu-west", 0))
+	rcancel()
+	if err == nil || held() != stranded.String() {
+		t.Fatalf("the admin repaired a record itself: %v, record %s", err, held())
+	}
+	select {
+	case v := <-violation:
+		if !strings.Contains(v, "Permissions Violation") || !strings.Contains(v, ".repair") {
+			t.Fatalf("the admin's repair: %s", v)
+		}
+	case <-ctx.Done():
+		t.Fatal("the admin's repair was not refused by the server")
 	}
 	clear := []string{"fence", "clear", "conv/sec", "--region", "eu-west", "--reason", "stranded in test", "--nats", url}
 	if code, out, errs := run(t, append(clear, "--approver", "alice", "--approver", "bob")...); code != 1 || !strings.Contains(errs, "no signed approvals") || held() != stranded.String() {
