@@ -107,8 +107,11 @@ func (w *Worker) runAdmin(ctx context.Context, c adminCommand, act func(context.
 
 // authorise verifies c's approvals of q (a *refusal when they do not
 // authorise it) and returns who approved. It changes nothing: claim marks
-// the approvals used.
-func (w *Worker) authorise(q approval.Request, c adminCommand) (authorised, error) {
+// the approvals used. Approvals that have expired since an earlier
+// delivery of this very command verified and claimed them (it acted, then
+// failed before its audit event) are verified as of that claim, so that
+// the command is finished and audited rather than refused.
+func (w *Worker) authorise(ctx context.Context, res kvrouting.Resource, aid string, q approval.Request, c adminCommand) (authorised, error) {
 	if w.cfg.Operators == nil {
 		if !w.cfg.UnsignedApprovals {
 			return authorised{}, refuse(events.RefusedApprovals, "this orchestrator has no operator registry (--operators-file): it refuses every two-person command")
@@ -133,6 +136,17 @@ func (w *Worker) authorise(q approval.Request, c adminCommand) (authorised, erro
 			strings.Join(c.approvers, ", "))
 	}
 	as, err := reg.Verify(q, c.approvers, c.approvals, w.cfg.Clock())
+	if errors.Is(err, approval.ErrExpired) {
+		if first, perr := approval.Parse(c.approvals[0]); perr == nil {
+			owner, at, cerr := w.claimOf(ctx, res, first.ID)
+			if cerr != nil {
+				return authorised{}, cerr
+			}
+			if owner == aid {
+				as, err = reg.Verify(q, c.approvers, c.approvals, at)
+			}
+		}
+	}
 	if err != nil {
 		return authorised{}, refuse(events.RefusedApprovals, "%v", err)
 	}
@@ -160,21 +174,44 @@ func (w *Worker) claim(ctx context.Context, res kvrouting.Resource, aid string, 
 			return err
 		}
 		if err != nil {
-			data, _, err := cnats.LeaderGetLast(ctx, w.nc, events.IndexStream, msg.Subject)
+			owner, _, err := w.claimOf(ctx, res, id)
 			if err != nil {
 				return err
 			}
-			if string(data) != aid {
-				return refuse(events.RefusedApprovals, "approval %s was used before (by %s): an approval is used once; nothing changed", id, data)
+			if owner != aid {
+				return refuse(events.RefusedApprovals, "approval %s was used before (by %s): an approval is used once; nothing changed", id, owner)
 			}
 		}
 	}
 	return index(ctx, w.js, res, aid)
 }
 
+// claimOf returns the admin aggregate that approval id was used by ("" for
+// an approval never used) and when the claim was written (the stream's
+// time).
+func (w *Worker) claimOf(ctx context.Context, res kvrouting.Resource, id string) (string, time.Time, error) {
+	s, err := w.js.Stream(ctx, events.IndexStream)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	m, err := s.GetLastMsgForSubject(ctx, events.IndexSubject(res.Key(), approvalIndexID(id)))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return "", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return string(m.Data), m.Time, nil
+}
+
 // authorisedBefore reports whether an earlier delivery of the command of
-// admin aggregate aid got past claim (and may have acted).
-func (w *Worker) authorisedBefore(ctx context.Context, res kvrouting.Resource, aid string) (bool, error) {
+// admin aggregate aid got past claim (and may have acted): its first
+// approval is claimed by aid or, unsigned, aid is in the index.
+func (w *Worker) authorisedBefore(ctx context.Context, res kvrouting.Resource, aid string, who authorised) (bool, error) {
+	if len(who.ids) > 0 {
+		owner, _, err := w.claimOf(ctx, res, who.ids[0])
+		return owner == aid, err
+	}
 	_, _, err := cnats.LeaderGetLast(ctx, w.nc, events.IndexStream, events.IndexSubject(res.Key(), aid))
 	if errors.Is(err, cnats.ErrNotFound) {
 		return false, nil
@@ -193,7 +230,7 @@ func (w *Worker) forceRelease(ctx context.Context, env *events.Envelope, b event
 		if err := q.Validate(); err != nil {
 			return nil, refuse(events.RefusedInvalid, "%v", err)
 		}
-		who, err := w.authorise(q, c)
+		who, err := w.authorise(ctx, res, aid, q, c)
 		if err != nil {
 			return nil, err
 		}
@@ -241,7 +278,7 @@ func (w *Worker) clearFence(ctx context.Context, env *events.Envelope, b events.
 		if err := q.Validate(); err != nil {
 			return nil, refuse(events.RefusedInvalid, "%v", err)
 		}
-		who, err := w.authorise(q, c)
+		who, err := w.authorise(ctx, res, aid, q, c)
 		if err != nil {
 			return nil, err
 		}
@@ -278,7 +315,7 @@ func (w *Worker) clearFence(ctx context.Context, env *events.Envelope, b events.
 		}
 		ev := events.FenceForceCleared{Resource: res.String(), Region: b.Region, Repaired: want.String(), Approvers: who.approvers, ApprovalIDs: who.ids, Reason: b.Reason}
 		if len(plan) == 0 {
-			if again, err := w.authorisedBefore(ctx, res, aid); err != nil {
+			if again, err := w.authorisedBefore(ctx, res, aid, who); err != nil {
 				return nil, err
 			} else if again {
 				ev.Note = "an earlier delivery of this command was authorised and may have repaired records; none is stranded now"

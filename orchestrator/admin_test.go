@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -364,4 +365,75 @@ func TestTwoPersonCommandsWithoutRegistry(t *testing.T) {
 			t.Fatalf("%+v", e.outcome(aid).Body)
 		}
 	})
+}
+
+// TestTwoPersonCommandRedelivered: a command delivered again after an
+// earlier delivery verified and claimed its approvals (it may have acted,
+// then failed before its audit event) is finished and audited — even once
+// the approvals have expired, since they were valid when it claimed them
+// — and a fence clear that finds nothing left to repair says so; approvals
+// claimed by another command are refused.
+func TestTwoPersonCommandRedelivered(t *testing.T) {
+	e := mustEnv(t)
+	ks, reg := mustOperators(t)
+	ctx := context.Background()
+	e.seed("conv/r", 2)
+	var offset atomic.Int64
+	cfg := e.config()
+	cfg.Operators, cfg.Clock = reg, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	e.startWorker(cfg)
+	res := kvrouting.Resource{Kind: "conv", ID: "r"}
+	doc := e.doc("conv/r")
+	want := doc.AuthorityAt("us", 0)
+	stranded := contract.Authority{Rev: doc.Revision, Role: contract.RoleExporting, Until: contract.UntilOf(time.Now().Add(time.Hour))}
+	strand := func() {
+		for _, svc := range testServices {
+			if _, err := e.participant("us", svc).Repair(ctx, "conv/r", stranded); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	q := approval.Request{Operation: approval.OpFenceClear, Resource: "conv/r", Region: "us", Reason: "redelivered"}
+	// send sends a fence clear as command cmdID whose approvals are already
+	// claimed by owner's command, as an earlier delivery leaves them.
+	send := func(cmdID, owner string) events.Body {
+		t.Helper()
+		approvals := []string{ks.approve(t, "alice", q), ks.approve(t, "bob", q)}
+		for _, tok := range approvals {
+			a, err := approval.Parse(tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.js.Publish(ctx, events.IndexSubject(res.Key(), approvalIndexID(a.ID)), []byte(AuditID(events.TypeFenceClear, owner))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		offset.Store(int64(20 * time.Minute)) // the approvals (10 minutes) have expired since
+		defer offset.Store(0)
+		if err := sendCommand(ctx, e.js, cmdID, "", events.FenceClear{Resource: "conv/r", Region: "us", Approvals: approvals, Reason: q.Reason}); err != nil {
+			t.Fatal(err)
+		}
+		return e.outcome(AuditID(events.TypeFenceClear, cmdID)).Body
+	}
+	records := func() string {
+		return e.authority("us", "messages", "conv/r").String() + " " + e.authority("us", "reactions", "conv/r").String()
+	}
+
+	strand()
+	if ev, ok := send("cmd-1", "cmd-1").(events.FenceForceCleared); !ok || len(ev.Services) != 2 || ev.Note != "" || len(ev.ApprovalIDs) != 2 {
+		t.Fatalf("redelivered, expired since its claim: %+v", ev)
+	}
+	if got := records(); got != want.String()+" "+want.String() {
+		t.Fatalf("after the redelivered clear: %s", got)
+	}
+	if ev, ok := send("cmd-2", "cmd-2").(events.FenceForceCleared); !ok || len(ev.Services) != 0 || !strings.Contains(ev.Note, "earlier delivery") {
+		t.Fatalf("redelivered, nothing left to repair: %+v", ev)
+	}
+	strand()
+	if r, ok := send("cmd-3", "cmd-other").(events.AdminRefused); !ok || !strings.Contains(r.Refusal, "expired") {
+		t.Fatalf("expired approvals claimed by another command: %+v", r)
+	}
+	if got := records(); got != stranded.String()+" "+stranded.String() {
+		t.Fatalf("a refusal changed the records: %s", got)
+	}
 }
