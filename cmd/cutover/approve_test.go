@@ -260,6 +260,10 @@ func TestSignedApprovals(t *testing.T) {
 		t.Fatalf("approvals used twice changed the records: %s", got)
 	}
 
+	// The audits and refusals are no migrations: nothing is left active.
+	if code, out, errs := run(t, "migrate", "status", "--active", "--nats", s.nats); code != 0 || !strings.Contains(out, "no migrations") {
+		t.Fatalf("migrate status --active: exit %d: %s%s", code, out, errs)
+	}
 	// The history shows the refusals and both audits, by the orchestrator.
 	for res, wants := range map[string][]string{
 		"conv/stuck":  {"force-released", "alice + bob; signed approvals", "force-release refused", "no signed approvals", "not in the registry"},
