@@ -157,23 +157,21 @@ func (w *Worker) authorise(ctx context.Context, res kvrouting.Resource, aid stri
 	return out, nil
 }
 
-// claim marks the approvals ids used by the command of admin aggregate aid
-// and then the command itself authorised (aid's index entry, which
-// authorisedBefore reads), before it acts: each id is written once into
-// res's index (expected last subject sequence 0), with aid as the data. An
-// approval already used by another command is refused; one this command
-// marked in an earlier delivery is its own.
+// claim marks the approvals ids used by the command of admin aggregate aid,
+// before it acts: each id is written once into res's index (expected last
+// subject sequence 0), with aid as the data, then aid itself (which marks
+// an unsigned command authorised: authorisedBefore). An approval already
+// used by another command is refused; one this command marked in an
+// earlier delivery is its own.
 func (w *Worker) claim(ctx context.Context, res kvrouting.Resource, aid string, ids []string) error {
 	for _, id := range ids {
 		msg := nats.NewMsg(events.IndexSubject(res.Key(), approvalIndexID(id)))
 		msg.Data = []byte(aid)
 		_, err := publishRetry(ctx, w.js, msg, jetstream.WithExpectLastSequencePerSubject(0))
-		var apiErr *jetstream.APIError
-		if err != nil && !(errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)) {
+		if err != nil && !wrongLastSequence(err) {
 			return err
 		}
-		if err != nil {
+		if err != nil { // claimed already: by an earlier delivery of this command, or by another
 			owner, _, err := w.claimOf(ctx, res, id)
 			if err != nil {
 				return err
