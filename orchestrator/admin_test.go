@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -342,6 +343,20 @@ func TestTwoPersonCommandsWithoutRegistry(t *testing.T) {
 			t.Fatalf("%+v", e.outcome(aid).Body)
 		}
 	})
+	t.Run("an unreadable registry", func(t *testing.T) {
+		e := mustEnv(t)
+		e.seed("conv/a", 1)
+		cfg := e.config()
+		cfg.Operators = approval.File(filepath.Join(t.TempDir(), "missing.json"))
+		e.startWorker(cfg)
+		aid, err := e.client.ForceRelease(ctx, events.ForceRelease{Resource: "conv/a", Approvers: []string{"alice", "bob"}, Approvals: []string{"x", "y"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := e.outcome(aid).Body.(events.AdminRefused); !ok || !strings.Contains(r.Refusal, "cannot be read") {
+			t.Fatalf("%+v", e.outcome(aid).Body)
+		}
+	})
 	t.Run("development", func(t *testing.T) {
 		e := mustEnv(t)
 		e.seed("conv/a", 1)
@@ -357,7 +372,16 @@ func TestTwoPersonCommandsWithoutRegistry(t *testing.T) {
 				t.Fatalf("%q: %+v", names, e.outcome(aid).Body)
 			}
 		}
-		aid, err := e.client.ForceRelease(ctx, events.ForceRelease{Resource: "conv/a", Approvers: []string{"Alice", "bob"}, Reason: "dev"})
+		ks, _ := mustOperators(t)
+		q := approval.Request{Operation: approval.OpForceRelease, Resource: "conv/a", Reason: "dev"}
+		aid, err := e.client.ForceRelease(ctx, events.ForceRelease{Resource: "conv/a", Approvals: []string{ks.approve(t, "alice", q), ks.approve(t, "bob", q)}, Reason: "dev"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := e.outcome(aid).Body.(events.AdminRefused); !ok || !strings.Contains(r.Refusal, "no operator registry to verify them") {
+			t.Fatalf("signed approvals, no registry: %+v", e.outcome(aid).Body)
+		}
+		aid, err = e.client.ForceRelease(ctx, events.ForceRelease{Resource: "conv/a", Approvers: []string{"Alice", "bob"}, Reason: "dev"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/nats/natstest"
+	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/orchestrator/approval"
 )
 
@@ -80,5 +83,26 @@ func TestRefusedError(t *testing.T) {
 		if !errors.Is(err, want) || !errors.Is(err, ErrRefused) || err.Error() != "fence-clear of conv/x refused by the orchestrator: because" {
 			t.Errorf("%s: %v", code, err)
 		}
+	}
+}
+
+// TestNoOutcome: with no orchestrator running, a two-person command says
+// so once its wait is over, and the command waits in the queue.
+func TestNoOutcome(t *testing.T) {
+	srv := natstest.RunServer(t)
+	_, js := natstest.MustConnect(t, srv.ClientURL())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := orchestrator.Provision(ctx, js, orchestrator.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	err := ClearFence(ctx, ClearFenceRequest{NATS: srv.ClientURL(), Resource: "conv/x", Region: "us-east", Approvers: []string{"alice", "bob"},
+		Timeout: 500 * time.Millisecond}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "is an orchestrator running?") {
+		t.Fatalf("%v", err)
+	}
+	s, err := js.Stream(ctx, events.CommandStream)
+	if err != nil || s.CachedInfo().State.Msgs != 1 {
+		t.Fatalf("the command is not queued: %v", err)
 	}
 }
