@@ -6,6 +6,7 @@ const (
 	TypeStartTenant  = "start-tenant"
 	TypeCancel       = "cancel"
 	TypeForceRelease = "force-release"
+	TypeFenceClear   = "fence-clear"
 )
 
 // Start asks for one resource's migration to Target (paper 001 Algorithm 1).
@@ -45,11 +46,30 @@ type Cancel struct {
 }
 
 // ForceRelease clears a stuck lock without its token; it needs approvals
-// from at least two distinct approvers (paper 000 §8) and leaves an audit
-// event.
+// from at least two distinct operators (paper 000 §8) and leaves an audit
+// event (ForceReleased, or AdminRefused).
 type ForceRelease struct {
-	Resource  string   `msgpack:"res"`
+	Resource string `msgpack:"res"`
+	// Approvers name the approving operators (`--approver`); with
+	// Approvals they must be exactly the operators who signed.
 	Approvers []string `msgpack:"approvers"`
+	// Approvals are the operators' signed approvals (orchestrator/approval
+	// tokens); an orchestrator with an operator registry verifies them and
+	// refuses a command without them. Only a development orchestrator
+	// takes Approvers alone.
+	Approvals []string `msgpack:"approvals,omitempty"`
+	Reason    string   `msgpack:"reason"`
+}
+
+// FenceClear repairs a resource's stranded authority records at a region
+// (`cutover fence clear`): the orchestrator verifies the approvals as for
+// ForceRelease, repairs through the contract and records the audit event
+// (FenceForceCleared, or AdminRefused).
+type FenceClear struct {
+	Resource  string   `msgpack:"res"`
+	Region    string   `msgpack:"region"`
+	Approvers []string `msgpack:"approvers"`
+	Approvals []string `msgpack:"approvals,omitempty"`
 	Reason    string   `msgpack:"reason"`
 }
 
@@ -64,3 +84,6 @@ func (Cancel) Type() string { return TypeCancel }
 
 // Type implements Body.
 func (ForceRelease) Type() string { return TypeForceRelease }
+
+// Type implements Body.
+func (FenceClear) Type() string { return TypeFenceClear }

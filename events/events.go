@@ -32,6 +32,7 @@ const (
 	TypeTenantProgress   = "tenant-progress"
 	TypeForceReleased    = "force-released"
 	TypeFenceCleared     = "fence-force-cleared"
+	TypeAdminRefused     = "admin-refused"
 )
 
 // Requested opens a migration. Token is generated and persisted here,
@@ -253,14 +254,21 @@ type TenantProgress struct {
 
 // ForceReleased is the audit event of an admin force-release.
 type ForceReleased struct {
-	Resource  string   `msgpack:"res"`
+	Resource string `msgpack:"res"`
+	// Approvers are the approving operators' canonical names
+	// (approval.Canonical).
 	Approvers []string `msgpack:"approvers"`
-	Reason    string   `msgpack:"reason"`
+	// ApprovalIDs are the ids of the signed approvals the orchestrator
+	// verified (approval.Approval.ID), one per approver; none when a
+	// development orchestrator took unsigned names.
+	ApprovalIDs []string `msgpack:"aids,omitempty"`
+	Reason      string   `msgpack:"reason"`
 }
 
 // FenceForceCleared is the audit event of an operator's repair of a
 // resource's authority records at a region (`cutover fence clear`),
-// recorded on an admin aggregate of its own.
+// recorded by the orchestrator that repaired them on an admin aggregate of
+// its own.
 type FenceForceCleared struct {
 	Resource string `msgpack:"res"`
 	Region   string `msgpack:"region"`
@@ -269,11 +277,67 @@ type FenceForceCleared struct {
 	// Previous is the record replaced (the first service's), and
 	// Repaired the record installed, as the admission table writes them
 	// (contract.Authority.String).
-	Previous  string   `msgpack:"prev,omitempty"`
-	Repaired  string   `msgpack:"auth,omitempty"`
+	Previous string `msgpack:"prev,omitempty"`
+	Repaired string `msgpack:"auth,omitempty"`
+	// Repairs are the records replaced, one per service of Services.
+	Repairs     []RepairedRecord `msgpack:"repairs,omitempty"`
+	Approvers   []string         `msgpack:"approvers"`
+	ApprovalIDs []string         `msgpack:"aids,omitempty"`
+	Reason      string           `msgpack:"reason"`
+	// Failed says why the repair stopped before every stranded record was
+	// repaired ("" when it did not).
+	Failed string `msgpack:"failed,omitempty"`
+	// Note qualifies the event: a command delivered again after an
+	// earlier delivery was authorised finds nothing left to repair.
+	Note string `msgpack:"note,omitempty"`
+}
+
+// RepairedRecord is one service's authority record replaced by a fence
+// clear: its role and until (Unix ms; 0: none) and the record as the
+// admission table writes it.
+type RepairedRecord struct {
+	Service  string `msgpack:"svc"`
+	Role     string `msgpack:"role"`
+	Until    int64  `msgpack:"until,omitempty"`
+	Previous string `msgpack:"prev"`
+}
+
+// AdminRefused is the audit event of a two-person command the
+// orchestrator refused (force-release, fence clear): nothing was changed.
+// It is the first and only event of the command's admin aggregate.
+type AdminRefused struct {
+	// Command is the command's type (TypeForceRelease, TypeFenceClear).
+	Command   string   `msgpack:"cmd"`
+	Resource  string   `msgpack:"res"`
+	Region    string   `msgpack:"region,omitempty"`
 	Approvers []string `msgpack:"approvers"`
 	Reason    string   `msgpack:"reason"`
+	// Code classifies the refusal (RefusedApprovals, …); Refusal says
+	// why, naming what was refused.
+	Code    string `msgpack:"code"`
+	Refusal string `msgpack:"refusal"`
 }
+
+// Codes of AdminRefused.
+const (
+	// RefusedApprovals: the approvals do not authorise the command.
+	RefusedApprovals = "approvals"
+	// RefusedInvalid: a malformed resource or region.
+	RefusedInvalid = "invalid"
+	// RefusedNotFound: no routing document.
+	RefusedNotFound = "not-found"
+	// RefusedUnserved: no service answers at the region.
+	RefusedUnserved = "unserved"
+	// RefusedInUse: a migration in flight holds the region.
+	RefusedInUse = "in-use"
+	// RefusedNothing: nothing to repair.
+	RefusedNothing = "nothing"
+	// RefusedFailed: the operation failed before it changed anything.
+	RefusedFailed = "failed"
+)
+
+// Type implements Body.
+func (AdminRefused) Type() string { return TypeAdminRefused }
 
 // Type implements Body.
 func (FenceForceCleared) Type() string { return TypeFenceCleared }

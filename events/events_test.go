@@ -18,7 +18,8 @@ func sampleBodies() []Body {
 		Start{Resource: "conv/c1", Target: "eu", Parent: "p", Attempt: 1},
 		StartTenant{Tenant: "acme", Target: "eu", Resources: []string{"conv/a", "conv/b"}, Concurrency: 2},
 		Cancel{MigrationID: "m1", Reason: "operator"},
-		ForceRelease{Resource: "conv/c1", Approvers: []string{"a", "b"}, Reason: "stuck"},
+		ForceRelease{Resource: "conv/c1", Approvers: []string{"a", "b"}, Approvals: []string{"t1", "t2"}, Reason: "stuck"},
+		FenceClear{Resource: "conv/c1", Region: "us", Approvers: []string{"a", "b"}, Approvals: []string{"t1", "t2"}, Reason: "stranded"},
 		Requested{Resource: "conv/c1", Target: "eu", Attempt: 1, MaxAttempts: 3, Token: "0123456789abcdef0123456789abcdef"},
 		PreLocked{Source: "us", NotBefore: t0, Expiry: t0.Add(time.Hour), WaitUntil: t0.Add(time.Second)},
 		Converged{},
@@ -43,8 +44,11 @@ func sampleBodies() []Body {
 		CancelRequested{Reason: "x"},
 		TenantStarted{Tenant: "acme", Target: "eu", Resources: []string{"conv/a"}, Concurrency: 1},
 		TenantProgress{Started: "conv/a", StartedID: "x", Partition: 2},
-		ForceReleased{Resource: "conv/c1", Approvers: []string{"a", "b"}, Reason: "stuck"},
-		FenceForceCleared{Resource: "conv/c1", Region: "us", Services: []string{"messages"}, Previous: "exporting@7<1700000000000", Repaired: "primary@9", Approvers: []string{"a", "b"}, Reason: "stranded"},
+		ForceReleased{Resource: "conv/c1", Approvers: []string{"a", "b"}, ApprovalIDs: []string{"i1", "i2"}, Reason: "stuck"},
+		FenceForceCleared{Resource: "conv/c1", Region: "us", Services: []string{"messages"}, Previous: "exporting@7<1700000000000", Repaired: "primary@9",
+			Repairs:   []RepairedRecord{{Service: "messages", Role: "exporting", Until: 1700000000000, Previous: "exporting@7<1700000000000"}},
+			Approvers: []string{"a", "b"}, ApprovalIDs: []string{"i1", "i2"}, Reason: "stranded", Failed: "x", Note: "y"},
+		AdminRefused{Command: TypeFenceClear, Resource: "conv/c1", Region: "us", Approvers: []string{"a"}, Reason: "r", Code: RefusedApprovals, Refusal: "too few"},
 	}
 }
 

@@ -83,7 +83,7 @@ func checkDecode(t *testing.T, b []byte) {
 
 func isCommand(typ string) bool {
 	switch typ {
-	case TypeStart, TypeStartTenant, TypeCancel, TypeForceRelease:
+	case TypeStart, TypeStartTenant, TypeCancel, TypeForceRelease, TypeFenceClear:
 		return true
 	}
 	return false

@@ -22,6 +22,7 @@ func init() {
 	register[StartTenant]()
 	register[Cancel]()
 	register[ForceRelease]()
+	register[FenceClear]()
 
 	register[Requested]()
 	register[PreLocked]()
@@ -49,6 +50,7 @@ func init() {
 	register[TenantProgress]()
 	register[ForceReleased]()
 	register[FenceForceCleared]()
+	register[AdminRefused]()
 }
 
 var timeType = reflect.TypeOf(time.Time{})

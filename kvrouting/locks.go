@@ -268,7 +268,9 @@ func (l *Locker) Release(ctx context.Context, res Resource, tok Token, cached *D
 
 // ForceRelease clears the migration lock of res without its token: the
 // admin escape hatch for stuck locks (paper 000 §8). It needs at least two
-// distinct approvers; the caller must record the audit event. Errors:
+// distinct approvers (trimmed, case-insensitive) but authenticates none:
+// the caller verifies who they are and records the audit event (the
+// orchestrator: signed approvals, orchestrator/admin.go). Errors:
 // ErrApprovals, ErrNotFound, ErrConflict, ErrUnavailable.
 func (l *Locker) ForceRelease(ctx context.Context, res Resource, approvers []string) (*Document, error) {
 	if err := res.Validate(); err != nil {

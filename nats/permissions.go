@@ -38,7 +38,10 @@ const (
 	// the operators' break-glass identity: the whole JetStream API (the
 	// only identity that may create, update, purge or delete streams and
 	// consumers, and so set RePublish, Mirror or Sources), commands, the
-	// contract's repair. It may not consume the workers' queues.
+	// contract's digests. It may not consume the workers' queues, append
+	// to the migration log (the audit events are the orchestrator's) or
+	// repair an authority record (the orchestrator does, once two
+	// operators' signed approvals authorise it).
 	IdentityAdmin Identity = "admin"
 	// IdentityRouting is the gateway's: it writes the ROUTING bucket
 	// (creating a conversation creates its routing document) and, for the
@@ -46,9 +49,10 @@ const (
 	// in one process).
 	IdentityRouting Identity = "routing"
 	// IdentityOrchestrator is the workers': the only identity that
-	// publishes migration events, work and index entries, consumes the
-	// command and work queues, and sends contract requests. Its locker
-	// writes routing documents during a migration.
+	// publishes migration events (the audit events included), work and
+	// index entries, consumes the command and work queues, and sends
+	// contract requests (repair included). Its locker writes routing
+	// documents during a migration.
 	IdentityOrchestrator Identity = "orchestrator"
 	// IdentityService serves the migration contract of its regions only
 	// (cutover.contract.<region>.>) and publishes export pages; it reads
@@ -88,11 +92,13 @@ const (
 )
 
 // ContractAdminOps are the migration contract operations the admin identity
-// may request: the repair of a resource's stranded authority, and digests,
-// which change nothing (`cutover migrate start --dry-run` reads them).
-// Every other operation is the orchestrator's alone, so the permissions do
-// not depend on the rest of the operation set.
-var ContractAdminOps = []string{"repair", "digests"}
+// may request: digests, which change nothing (`cutover migrate start
+// --dry-run` reads them). Every other operation is the orchestrator's
+// alone — the repair of a stranded authority too, which the orchestrator
+// performs for `cutover fence clear` once it has verified two operators'
+// approvals — so the permissions do not depend on the rest of the
+// operation set.
+var ContractAdminOps = []string{"digests"}
 
 // contractMutations are the contract operations that change a service's
 // state, denied to the reader by name on top of its allowlist (which has
@@ -211,7 +217,7 @@ func Grants(id Identity, user string, regions []string) ([]Grant, error) {
 	var gs []Grant
 	switch id {
 	case IdentityAdmin:
-		admin := Grant{Name: "administer JetStream; commands; contract repair and digests",
+		admin := Grant{Name: "administer JetStream; commands; contract digests",
 			Publish: []string{jsAPI(">"), commandSubjects, RoutingSubjectPrefix + ">"}}
 		for _, op := range ContractAdminOps {
 			admin.Publish = append(admin.Publish, contractPrefix+".*.*."+op)

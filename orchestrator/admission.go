@@ -25,27 +25,37 @@ const probeTries = 3
 // "" when it can or the directory cannot tell (then the migration starts,
 // and fails the slow way if it must).
 func (w *Worker) unserved(ctx context.Context, kind, target string) string {
-	if _, err := w.cfg.Directory.Endpoints(ctx, target, kind); err != nil {
+	if err := w.notServedAt(ctx, kind, target); err != nil {
+		return fmt.Sprintf("refused: target region %q is not served: %v", target, err)
+	}
+	return ""
+}
+
+// notServedAt returns the directory's answer when it says that no service
+// owning resources of kind answers at region (probeTries probes), and nil
+// when one does or it cannot tell.
+func (w *Worker) notServedAt(ctx context.Context, kind, region string) error {
+	if _, err := w.cfg.Directory.Endpoints(ctx, region, kind); err != nil {
 		if notServed(err) {
-			return fmt.Sprintf("refused: target region %q: %v", target, err)
+			return err
 		}
-		return ""
+		return nil
 	}
 	p, ok := w.cfg.Directory.(contract.RegionProber)
 	if !ok {
-		return ""
+		return nil
 	}
 	for try := 1; ; try++ {
-		err := p.ProbeRegion(ctx, target, kind)
+		err := p.ProbeRegion(ctx, region, kind)
 		if err == nil || !notServed(err) {
-			return ""
+			return nil
 		}
 		if try == probeTries {
-			return fmt.Sprintf("refused: target region %q is not served: %v", target, err)
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return ""
+			return nil
 		case <-time.After(w.cfg.RetryBackoff):
 		}
 	}

@@ -61,31 +61,24 @@ func (c *Client) Cancel(ctx context.Context, migrationID, reason string) error {
 	return c.send(ctx, newID(), events.Cancel{MigrationID: migrationID, Reason: reason})
 }
 
-// ForceRelease asks for an admin force-release of resource's lock; it
-// needs at least two distinct approvers (checked by the worker).
-func (c *Client) ForceRelease(ctx context.Context, resource string, approvers []string, reason string) error {
-	return c.send(ctx, newID(), events.ForceRelease{Resource: resource, Approvers: approvers, Reason: reason})
+// ForceRelease asks for an admin force-release of cmd.Resource's lock and
+// returns the admin aggregate (AuditID) whose first event will be its
+// outcome: events.ForceReleased, or events.AdminRefused naming why nothing
+// was done. The worker verifies the approvals (admin.go). Errors: publish
+// errors.
+func (c *Client) ForceRelease(ctx context.Context, cmd events.ForceRelease) (string, error) {
+	id := newID()
+	return AuditID(events.TypeForceRelease, id), c.send(ctx, id, cmd)
 }
 
-// Audit records an operator's action (events.FenceForceCleared) as the
-// first event of an admin aggregate of its own on the migration event
-// stream, and returns that event. Errors: ErrInvalid for a body that is
-// not an audit event, append errors.
-func (c *Client) Audit(ctx context.Context, body events.Body) (*events.Envelope, error) {
-	if _, ok := body.(events.FenceForceCleared); !ok {
-		return nil, fmt.Errorf("%w: %T is not an audit event", ErrInvalid, body)
-	}
+// ClearFence asks for the repair of cmd.Resource's stranded authority
+// records at cmd.Region (`cutover fence clear`) and returns the admin
+// aggregate (AuditID) whose first event will be its outcome:
+// events.FenceForceCleared, or events.AdminRefused. Errors: publish
+// errors.
+func (c *Client) ClearFence(ctx context.Context, cmd events.FenceClear) (string, error) {
 	id := newID()
-	aid := DeriveID("audit", id)
-	if b := body.(events.FenceForceCleared); b.Resource != "" {
-		if res, err := kvrouting.ParseResource(b.Resource); err == nil {
-			if err := index(ctx, c.js, res, aid); err != nil {
-				return nil, err
-			}
-		}
-	}
-	env, _, err := appendTo(ctx, c.js, aid, nil, 0, body, id, time.Now(), id)
-	return env, err
+	return AuditID(events.TypeFenceClear, id), c.send(ctx, id, cmd)
 }
 
 // State returns a migration's current state and the sequence of its last

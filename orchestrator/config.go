@@ -8,6 +8,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/orchestrator/approval"
 )
 
 // Defaults applied by Config.EnsureDefaults (paper 001 Table 5 where the
@@ -108,6 +109,19 @@ type Config struct {
 	// the resource ids (0 interval: no limit).
 	Partitions        int
 	PartitionInterval time.Duration
+	// Operators is the registry of operator keys that the approvals of
+	// two-person commands (force-release, fence clear) are verified
+	// against (admin.go); approval.File re-reads operators.json for every
+	// command, so an operator added or removed counts at once. Nil: see
+	// UnsignedApprovals.
+	Operators approval.Source
+	// UnsignedApprovals, with no Operators, accepts two-person commands
+	// approved by unsigned names (still two distinct ones in their
+	// canonical form, approval.CheckUnsigned), logs a warning for each
+	// and records no approval ids: development deployments only
+	// (--insecure-dev-auth). With neither, every two-person command is
+	// refused.
+	UnsignedApprovals bool
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 	// Logger receives step logs (default: discard). Tokens are never

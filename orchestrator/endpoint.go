@@ -109,6 +109,18 @@ func (e localEndpoint) Cleanup(ctx context.Context, res string, a contract.Autho
 	return e.p.Cleanup(ctx, res, a)
 }
 
+var _ contract.Repairer = localEndpoint{}
+
+// Repair implements contract.Repairer when the participant does;
+// otherwise it refuses with CodeInvalid, changing nothing.
+func (e localEndpoint) Repair(ctx context.Context, res string, a contract.Authority) (contract.Authority, error) {
+	rp, ok := e.p.(contract.Repairer)
+	if !ok {
+		return contract.Authority{}, contract.Errorf(contract.CodeInvalid, "%s at %s cannot repair an authority record", e.p.Service(), e.region)
+	}
+	return rp.Repair(ctx, res, a)
+}
+
 // onEach calls fn for every endpoint at once and returns the first error
 // in eps's order: a step waits for the slowest endpoint (one round trip to
 // a region), not for their sum.

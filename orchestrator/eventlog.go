@@ -119,14 +119,20 @@ func appendTo(ctx context.Context, js jetstream.JetStream, migrationID string, s
 	msg.Data = data
 	ack, err := publishRetry(ctx, js, msg, jetstream.WithMsgID(env.ID), jetstream.WithExpectLastSequencePerSubject(seq))
 	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		if wrongLastSequence(err) {
 			return nil, 0, fmt.Errorf("%w: %s at seq %d: %w", ErrConflict, migrationID, seq, err)
 		}
 		return nil, 0, err
 	}
 	return env, ack.Sequence, nil
+}
+
+// wrongLastSequence reports whether a publish was refused because its
+// subject's last sequence was not the one expected.
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // publishAttemptTimeout bounds one publish attempt. Without it an attempt

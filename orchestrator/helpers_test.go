@@ -181,6 +181,18 @@ func (e *env) migrateDone(res, target string) string {
 	return id
 }
 
+// awaitLock waits until res's primary holds a lock of type typ.
+func (e *env) awaitLock(res string, typ kvrouting.LockType) {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for e.doc(res).Primary.Lock.Type != typ {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s never %s-locked", res, typ)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitDone polls a migration until it is terminal.
 func (e *env) waitDone(id string, timeout time.Duration) *events.State {
 	e.t.Helper()
@@ -293,6 +305,20 @@ type flaky struct {
 	onImport    func(req *contract.ImportRequest) error
 	onAuthorize func(a contract.Authority) error
 	onCleanup   func(a contract.Authority) error
+	onRepair    func(a contract.Authority) error
+}
+
+// Repair passes to the participant's contract.Repairer.
+func (f *flaky) Repair(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
+	f.mu.Lock()
+	hook := f.onRepair
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(a); err != nil {
+			return contract.Authority{}, err
+		}
+	}
+	return f.Participant.(contract.Repairer).Repair(ctx, resource, a)
 }
 
 func (f *flaky) Authorize(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {

@@ -74,7 +74,8 @@ func TestSourceCleanupAfterWindow(t *testing.T) {
 }
 
 // Force-release needs two approvers, clears the lock and leaves an audit
-// event; the migration that held the lock rolls back and stops.
+// event; the migration that held the lock rolls back and stops. (A
+// development orchestrator: unsigned names; signed approvals: admin_test.go.)
 func TestForceRelease(t *testing.T) {
 	e := mustEnv(t)
 	e.seed("conv/stuck", 5)
@@ -82,24 +83,25 @@ func TestForceRelease(t *testing.T) {
 	block := make(chan struct{})
 	f.onExport = func(contract.ExportRequest) error { <-block; return nil }
 	cfg := e.config()
-	cfg.StepTimeout = 2 * time.Second
+	cfg.StepTimeout, cfg.UnsignedApprovals = 2*time.Second, true
 	e.startWorker(cfg)
 	defer close(block)
 	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/stuck", Target: "eu"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for e.doc("conv/stuck").Primary.Lock.Type != kvrouting.LockHardDelete {
-		if time.Now().After(deadline) {
-			t.Fatal("never hard-delete locked")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := e.client.ForceRelease(context.Background(), "conv/stuck", []string{"alice"}, "one approver"); err != nil {
+	e.awaitLock("conv/stuck", kvrouting.LockHardDelete)
+	aid, err := e.client.ForceRelease(context.Background(), events.ForceRelease{Resource: "conv/stuck", Approvers: []string{"alice", "Alice\u200b"}, Reason: "one approver"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.client.ForceRelease(context.Background(), "conv/stuck", []string{"alice", "bob"}, "stuck export"); err != nil {
+	if r, ok := e.outcome(aid).Body.(events.AdminRefused); !ok || r.Code != events.RefusedApprovals {
+		t.Fatalf("one approver twice: %+v", r)
+	}
+	if e.doc("conv/stuck").Primary.Lock.IsZero() {
+		t.Fatal("a refused force-release released the lock")
+	}
+	if _, err := e.client.ForceRelease(context.Background(), events.ForceRelease{Resource: "conv/stuck", Approvers: []string{"alice", "bob"}, Reason: "stuck export"}); err != nil {
 		t.Fatal(err)
 	}
 	st := e.waitDone(id, 30*time.Second)

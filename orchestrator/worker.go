@@ -204,6 +204,8 @@ func (w *Worker) handleCommand(ctx context.Context, m jetstream.Msg) {
 		}
 	case events.ForceRelease:
 		err = w.forceRelease(sctx, env, b)
+	case events.FenceClear:
+		err = w.clearFence(sctx, env, b)
 	default:
 		err = fmt.Errorf("%w: %s is not a command", ErrInvalid, env.Type)
 	}
@@ -290,43 +292,6 @@ func (w *Worker) mutateState(ctx context.Context, id, cause string, body events.
 		_, err = publishRetry(ctx, w.js, msg, jetstream.WithMsgID(id+"-nudge-"+cause))
 		return err
 	}
-}
-
-// forceRelease clears a stuck lock without its token (paper 000 §8) and
-// records the audit event on the migration that held it.
-func (w *Worker) forceRelease(ctx context.Context, env *events.Envelope, b events.ForceRelease) error {
-	res, err := kvrouting.ParseResource(b.Resource)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	doc, err := w.cfg.Locker.Get(ctx, res)
-	if err != nil {
-		return err
-	}
-	if _, err := w.cfg.Locker.ForceRelease(ctx, res, b.Approvers); err != nil {
-		if errors.Is(err, kvrouting.ErrApprovals) {
-			return fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		return err
-	}
-	ev := events.ForceReleased{Resource: b.Resource, Approvers: b.Approvers, Reason: b.Reason}
-	if doc.MigrationID != "" {
-		if err := w.mutateState(ctx, doc.MigrationID, env.ID, ev); err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
-	}
-	// Always also audit on an admin aggregate of its own: the migration may
-	// be unknown or finished (then mutateState records nothing), and a
-	// force-release must never go unaudited.
-	aid := DeriveID("force", env.ID)
-	if err := index(ctx, w.js, res, aid); err != nil {
-		return err
-	}
-	_, _, err = appendTo(ctx, w.js, aid, nil, 0, ev, env.ID, w.cfg.Clock(), env.ID)
-	if errors.Is(err, ErrConflict) {
-		return nil
-	}
-	return err
 }
 
 // index records aggregate id (a migration, or an audit) under res in the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cutover/cutover/internal/system"
 	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/orchestrator/approval"
 	"github.com/cutover/cutover/services/contractnats"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -55,10 +56,11 @@ const (
 	certsAuthSecret     = "auth.secret"
 	certsServiceSecret  = "service.secret"
 	certsPromCredential = "prometheus.credentials"
+	certsOperators      = "operators.json"
 )
 
 func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fset := newFlags("certs", "certs --dir DIR [--regions a,b] [--hosts h1,h2] [--validity D]\n\n"+
+	fset := newFlags("certs", "certs --dir DIR [--regions a,b] [--hosts h1,h2] [--validity D] [--operators a,b]\n\n"+
 		"Writes, once, what a secured deployment needs into DIR: a CA with a server/route certificate (loopback\n"+
 		"and --hosts) and a client certificate; "+certsUsersFile+" for `cutover nats --users` with one user per role\n"+
 		"(admin, gateway, orchestrator, projector, health, service-<region>), their passwords bcrypt-hashed, and\n"+
@@ -66,13 +68,17 @@ func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"--auth-secret-file and `cutover token --secret-file`), the validator's service secret ("+certsServiceSecret+"),\n"+
 		"Prometheus' bearer credentials ("+certsPromCredential+"), the contract secret ("+certsContractSecret+", for the orchestrator's\n"+
 		"and the gateway's --contract-secret-file) and each region's contract key (contract-<region>.key, for\n"+
-		"`cutover service --region R --contract-key-file`). Keys and secrets are written 0600 (the\n"+
+		"`cutover service --region R --contract-key-file`); the operator registry the orchestrators read\n"+
+		"("+certsOperators+", --operators-file): empty, or with a key pair per --operators name (operator-<name>.key,\n"+
+		"for test deployments: an operator's key is better made on the operator's own machine with `cutover operator\n"+
+		"keygen` and added with `cutover operator register`). Keys and secrets are written 0600 (the\n"+
 		"credentials file 0644: Prometheus runs as another user), readable by whoever runs the roles: run it as\n"+
 		"that user (docker-compose.yml's certs service does). A DIR that already holds them is left as it is.", stdout)
 	dir := fset.String("dir", "", "output directory (created; required)")
 	regions := fset.String("regions", "us-east,eu-west", "the deployment's regions (one service user each; the gateway serves all)")
 	hosts := fset.String("hosts", "", "extra DNS names or IPs of the NATS servers' certificate, comma separated")
 	validity := fset.Duration("validity", 365*24*time.Hour, "certificate validity")
+	operators := fset.String("operators", "", "operators to make a key pair for and register in "+certsOperators+", comma separated (test deployments)")
 	cost := fset.Int("bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of the users' password hashes (every connection's authentication pays it on the server; tests lower it)")
 	checkConfig := addCheckConfig(fset)
 	if err := parse(fset, args); err != nil {
@@ -95,6 +101,15 @@ func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *validity <= 0 {
 		return fmt.Errorf("%w: --validity must be positive", errUsage)
+	}
+	opNames := approval.Distinct(splitList(*operators))
+	if len(opNames) != len(splitList(*operators)) {
+		return fmt.Errorf("%w: --operators names an operator twice", errUsage)
+	}
+	for _, n := range opNames {
+		if err := approval.ValidName(n); err != nil {
+			return fmt.Errorf("%w: --operators: %w", errUsage, err)
+		}
 	}
 	if *cost < bcrypt.MinCost || *cost > bcrypt.MaxCost {
 		return fmt.Errorf("%w: --bcrypt-cost must be %d..%d", errUsage, bcrypt.MinCost, bcrypt.MaxCost)
@@ -151,7 +166,34 @@ func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	b, err := json.MarshalIndent(entries, "", "  ")
+	reg, err := approval.NewRegistry()
+	if err != nil {
+		return err
+	}
+	for _, n := range opNames {
+		k, err := approval.GenerateKey(n)
+		if err != nil {
+			return err
+		}
+		pem, err := k.MarshalPEM()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(*dir, "operator-"+k.Name()+".key"), pem, 0o600); err != nil {
+			return err
+		}
+		if err := reg.Add(k.Entry()); err != nil {
+			return err
+		}
+	}
+	b, err := json.MarshalIndent(reg, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*dir, certsOperators), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	b, err = json.MarshalIndent(entries, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -172,5 +214,10 @@ func runCerts(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, " %s", certsContractKey(r))
 	}
 	fmt.Fprintln(stdout, " (cutover service --region R)")
+	fmt.Fprintf(stdout, "  operators %s (%d registered", certsOperators, reg.Len())
+	for _, e := range reg.Entries() {
+		fmt.Fprintf(stdout, "; operator-%s.key", e.Name)
+	}
+	fmt.Fprintln(stdout, ")")
 	return nil
 }

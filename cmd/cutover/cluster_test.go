@@ -20,6 +20,7 @@ import (
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/nats-io/nats.go"
 	"net/http"
@@ -91,7 +92,7 @@ func TestClusterTopology(t *testing.T) {
 	for i := range 2 {
 		orchs = append(orchs, proctest.Start(t, bin, fmt.Sprintf("orchestrator-%d", i),
 			append([]string{"orchestrator", "--nats", natsURL, "--api", api, "--workers", "2", "--log-level", "debug",
-				"--service-secret-file", files.path(certsServiceSecret)}, creds("orchestrator")...)...))
+				"--service-secret-file", files.path(certsServiceSecret), "--operators-file", files.path(certsOperators)}, creds("orchestrator")...)...))
 	}
 	for _, o := range orchs {
 		o.Await(t, `(cutover orchestrator)`, 90*time.Second)
@@ -262,7 +263,8 @@ func TestSecureRoles(t *testing.T) {
 	}
 	gw := secRole("gateway", "gateway", append([]string{"--regions", "us-east,eu-west", "--http", "127.0.0.1:0"}, files.secrets()...)...)
 	api := "http://" + gw.await(t, `HTTP API\s+http://(\S+)`)
-	or := secRole("orchestrator", "orchestrator", "--api", api, "--workers", "1", "--service-secret-file", files.path(certsServiceSecret))
+	or := secRole("orchestrator", "orchestrator", "--api", api, "--workers", "1", "--service-secret-file", files.path(certsServiceSecret),
+		"--operators-file", files.path(certsOperators))
 	or.await(t, `(cutover orchestrator)`)
 	pr := secRole("projector", "projector", append([]string{"--http", "127.0.0.1:0"}, files.secrets()...)...)
 	proj := "http://" + pr.await(t, `HTTP\s+http://(\S+)/v1/migrations`)
@@ -340,6 +342,71 @@ func TestSecureRoles(t *testing.T) {
 	// A dry run reads the source's digests: the admin may (it changes nothing).
 	if code, out, errs := run(t, "migrate", "start", "conv/sec", "--to", "us-east", "--dry-run", "--nats", url); code != 0 || strings.Contains(out, "FAIL") {
 		t.Errorf("dry run as the admin: exit %d: %s%s", code, out, errs)
+	}
+	// A two-person command as the admin: the orchestrator verifies the
+	// operators' signed approvals and repairs the record itself; the admin
+	// may not repair by itself, and names alone are refused.
+	secDoc, err := kvrouting.NewStore(ctx, nc, js, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := secDoc.GetLeader(ctx, kvrouting.Resource{Kind: chat.KindConversation, ID: "sec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranded := contract.Authority{Rev: before.Revision, Role: contract.RoleExporting, Until: contract.UntilOf(time.Now().Add(time.Hour))}
+	messages := contractnats.Dial(nc, js, "eu-west", "messages") // as the orchestrator: the test plays the bug
+	if _, err := messages.Repair(ctx, "conv/sec", stranded); err != nil {
+		t.Fatal(err)
+	}
+	held := func() string {
+		t.Helper()
+		a, err := messages.Authorize(ctx, "conv/sec", contract.Authority{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.String()
+	}
+	adminOpts, err := files.security(t, "admin").Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	violation := make(chan string, 4)
+	anc, ajs, err := cnats.Connect(ctx, url, append(adminOpts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		select {
+		case violation <- err.Error():
+		default:
+		}
+	}))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anc.Close()
+	rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err = contractnats.Dial(anc, ajs, "eu-west", "messages").Repair(rctx, "conv/sec", before.AuthorityAt("eu-west", 0))
+	rcancel()
+	if err == nil || held() != stranded.String() {
+		t.Fatalf("the admin repaired a record itself: %v, record %s", err, held())
+	}
+	select {
+	case v := <-violation:
+		if !strings.Contains(v, "Permissions Violation") || !strings.Contains(v, ".repair") {
+			t.Fatalf("the admin's repair: %s", v)
+		}
+	case <-ctx.Done():
+		t.Fatal("the admin's repair was not refused by the server")
+	}
+	clear := []string{"fence", "clear", "conv/sec", "--region", "eu-west", "--reason", "stranded in test", "--nats", url}
+	if code, out, errs := run(t, append(clear, "--approver", "alice", "--approver", "bob")...); code != 1 || !strings.Contains(errs, "no signed approvals") || held() != stranded.String() {
+		t.Fatalf("fence clear by names alone: exit %d: %s%s", code, out, errs)
+	}
+	if code, out, errs := run(t, append(clear, "--key", files.path("operator-alice.key"), "--key", files.path("operator-bob.key"))...); code != 0 ||
+		!strings.Contains(out, "repaired the authority of conv/sec at eu-west/messages") || held() != before.AuthorityAt("eu-west", 0).String() {
+		t.Fatalf("fence clear with two operators' approvals: exit %d: %s%s", code, out, errs)
+	}
+	if code, out, errs := run(t, "history", "conv/sec", "--nats", url); code != 0 || !strings.Contains(out, "fence-force-cleared") ||
+		!strings.Contains(out, "alice + bob; signed approvals") || !strings.Contains(out, "fence-clear refused") {
+		t.Errorf("history as the admin: exit %d: %s%s", code, out, errs)
 	}
 	t.Setenv(ops.EnvNATSUser, "")
 	t.Setenv(ops.EnvNATSPasswordFile, "")

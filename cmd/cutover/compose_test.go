@@ -547,7 +547,7 @@ func secured(t *testing.T, name string, cmd []string, svc map[string]any, certsD
 		"provision":    {"nats-user", "nats-password-file", "nats-ca"},
 		"gateway":      {"nats-user", "nats-password-file", "nats-ca", "auth-secret-file", "service-secret-file", "contract-secret-file"},
 		"projector":    {"nats-user", "nats-password-file", "nats-ca", "auth-secret-file", "service-secret-file"},
-		"orchestrator": {"nats-user", "nats-password-file", "nats-ca", "service-secret-file", "contract-secret-file"},
+		"orchestrator": {"nats-user", "nats-password-file", "nats-ca", "service-secret-file", "contract-secret-file", "operators-file"},
 		"service":      {"nats-user", "nats-password-file", "nats-ca", "contract-key-file"},
 		"health":       {"nats-user", "nats-password-file", "nats-ca"},
 	}[cmd[0]]
@@ -629,6 +629,7 @@ func TestCheckConfig(t *testing.T) {
 	tokens := []string{"--auth-secret-file", "/x/auth", "--service-secret-file", "/x/svc"}
 	csecret := []string{"--contract-secret-file", "/x/contract"}
 	ckey := []string{"--contract-key-file", "/x/contract-eu-west.key"}
+	ops := []string{"--operators-file", "/x/operators.json"}
 	with := func(args []string, extra ...[]string) []string {
 		out := slices.Clone(args)
 		for _, e := range extra {
@@ -648,7 +649,7 @@ func TestCheckConfig(t *testing.T) {
 		{with([]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, creds, ckey), 0},
 		{with([]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, creds), 2}, // no contract key
 		{with([]string{"service", "--region", "eu-west", "--contract-key", "ab"}, creds), 2},         // a key on argv
-		{[]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, 2}, // no credentials
+		{[]string{"service", "--region", "eu-west", "--nats", "nats://127.0.0.1:1"}, 2},              // no credentials
 		{[]string{"service", "--region", "EU", dev}, 2},
 		{[]string{"service", "--region", "eu-west", "--sweep-interval", "-1s", dev}, 2},
 		{[]string{"orchestrator", "--workers", "0", dev}, 2},
@@ -656,11 +657,12 @@ func TestCheckConfig(t *testing.T) {
 		{[]string{"orchestrator", "--nats-user", "orchestrator"}, 2},                                // no password source
 		{[]string{"orchestrator", "--nats-user", "o", "--nats-password", "p", "--nats-ca", "x"}, 2}, // password on argv
 		{[]string{"orchestrator", "--nats-cert", "c.pem", dev}, 2},
-		{with([]string{"orchestrator"}, creds, csecret), 0},
-		{with([]string{"orchestrator"}, creds), 2},                                             // no contract secret
-		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080"}, creds, csecret), 2}, // --api without the service secret
-		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret-file", "/x/svc"}, creds, csecret), 0},
-		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret", "s"}, creds, csecret), 2},
+		{with([]string{"orchestrator"}, creds, csecret, ops), 0},
+		{with([]string{"orchestrator"}, creds, ops), 2},                                            // no contract secret
+		{with([]string{"orchestrator"}, creds, csecret), 2},                                        // no operator registry
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080"}, creds, csecret, ops), 2}, // --api without the service secret
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret-file", "/x/svc"}, creds, csecret, ops), 0},
+		{with([]string{"orchestrator", "--api", "http://127.0.0.1:8080", "--service-secret", "s"}, creds, csecret, ops), 2},
 		{[]string{"projector", "--http", "nope", dev}, 2},
 		{[]string{"projector", "--log-level", "loud", dev}, 2},
 		{with([]string{"projector"}, creds), 2}, // no token secret

@@ -54,6 +54,33 @@ func mustClient(t *testing.T, api, user string) *client.Client {
 	return c
 }
 
+// awaitLock waits until res's primary holds a lock of type typ.
+func (s *cliSystem) awaitLock(ctx context.Context, t *testing.T, res kvrouting.Resource, typ kvrouting.LockType) {
+	t.Helper()
+	for {
+		if d, err := s.lk.Get(ctx, res); err == nil && d.Primary.Lock.Type == typ {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s never %s-locked", res, typ)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// unsignedWarned checks that a two-person command run with approver names
+// alone warned that only a development orchestrator takes them (when it
+// got past its usage checks: exit code not 2) and returns stderr without
+// the warning.
+func unsignedWarned(t *testing.T, code int, errs string) string {
+	t.Helper()
+	const warning = "cutover: WARNING: no signed approvals (--approval, --key): only a development orchestrator (--insecure-dev-auth, no operator registry) accepts approver names alone\n"
+	if code != 2 && !strings.HasPrefix(errs, warning) {
+		t.Fatalf("no warning about unsigned approvals: %q", errs)
+	}
+	return strings.TrimPrefix(errs, warning)
+}
+
 // oneLineErr fails unless errs is exactly one line.
 func oneLineErr(t *testing.T, what, errs string) {
 	t.Helper()
@@ -482,16 +509,7 @@ func TestForceReleaseCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := kvrouting.Resource{Kind: "conv", ID: "stuck"}
-	for {
-		d, err := s.lk.Get(ctx, res)
-		if err == nil && d.Primary.Lock.Type == kvrouting.LockPre {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("never pre-locked")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.awaitLock(ctx, t, res, kvrouting.LockPre)
 
 	code, _, errs := run(t, "lock", "force-release", "conv/stuck", "--approver", "alice", "--approver", " Alice ", "--nats", s.nats)
 	if code != 2 {
@@ -557,6 +575,7 @@ func TestCommandHelpAndUsage(t *testing.T) {
 		{"migrate", "--help"}, {"migrate", "start", "--help"}, {"migrate", "tenant", "--help"}, {"migrate", "status", "--help"},
 		{"migrate", "cancel", "--help"}, {"history", "--help"}, {"routing", "--help"}, {"routing", "get", "--help"},
 		{"lock", "--help"}, {"lock", "force-release", "--help"}, {"fence", "--help"}, {"fence", "clear", "--help"}, {"probe", "--help"},
+		{"approve", "--help"}, {"operator", "--help"}, {"operator", "keygen", "--help"}, {"operator", "register", "--help"},
 		{"nats", "--help"}, {"service", "--help"}, {"orchestrator", "--help"}, {"projector", "--help"}, {"gateway", "--help"},
 	} {
 		code, out, errs := run(t, c...)
@@ -589,6 +608,15 @@ func TestCommandHelpAndUsage(t *testing.T) {
 		{"fence", "clear", "conv/x", "--region", "us-east", "--approver", "a", "--approver", " A"},
 		{"fence", "clear", "conv/x", "--region", "US East", "--approver", "a", "--approver", "b"},
 		{"fence", "clear", "nokind", "--region", "us-east", "--approver", "a", "--approver", "b"},
+		{"fence", "clear", "conv/x", "--region", "us-east", "--approver", "alice", "--approver", "alice\u200b"},
+		{"fence", "clear", "conv/x", "--region", "us-east", "--approver", "alice", "--approver", "al\u00adice"},
+		{"lock", "force-release", "conv/x", "--approval", "not-a-token"}, {"lock", "force-release", "conv/x", "--key", filepath.Join(dir, "missing.key")},
+		{"lock", "force-release", "conv/x", "--approval", "cutover-approval-1.e30.AAAA", "--approval", "cutover-approval-1.e30.AAAA"},
+		{"approve"}, {"approve", "conv/x", "--op", "force-release"}, {"approve", "conv/x", "--key", badFile, "--op", "nuke"},
+		{"approve", "conv/x", "--key", badFile, "--op", "force-release", "--valid", "2h"}, {"approve", "conv/x", "--key", badFile, "--op", "force-release"},
+		{"approve", "conv/x", "--key", badFile, "--op", "fence-clear"}, {"operator"}, {"operator", "keygen", "--name", "alice"},
+		{"operator", "keygen", "--out", dir}, {"operator", "keygen", "--name", "\u0430lice", "--out", dir}, {"operator", "register"},
+		{"certs", "--dir", filepath.Join(dir, "c"), "--operators", "alice,Alice"}, {"certs", "--dir", filepath.Join(dir, "c"), "--operators", "\u0430lice"},
 		{"probe", "--region", "us-east", "--target", "us-east"}, {"probe", "extra"},
 		{"nats", "--port", "-1"}, {"nats", "--routes", "nats-route://127.0.0.1:6222"}, {"nats", "--port", "x"},
 		{"service"}, {"service", "--region", "Bad Region"}, {"service", "--region", "eu-west", "--log-level", "loud"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
+	"github.com/cutover/cutover/orchestrator/approval"
 	"github.com/cutover/cutover/services/chat"
 	"go.uber.org/fx"
 )
@@ -398,7 +400,7 @@ func dataLine(dir string) string {
 // ------------------------------------------------------------------ orchestrator
 
 func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("orchestrator", "orchestrator [--workers N] [--api URL] [--nats URL] [--log-level L]\n\nPhase-engine workers (paper 001 Algorithm 1) sharing the durable consumers of MIGRATION_CMDS\nand MIGRATION_WORK: run as many processes as you like, any worker resumes any migration.\nPre-cutover validation reads the services' digests through the migration contract, or through\nthe user-facing API (the path users take, paper 001 §5.3) when --api is given.", stdout)
+	fs := newFlags("orchestrator", "orchestrator [--workers N] [--api URL] [--operators-file FILE] [--nats URL] [--log-level L]\n\nPhase-engine workers (paper 001 Algorithm 1) sharing the durable consumers of MIGRATION_CMDS\nand MIGRATION_WORK: run as many processes as you like, any worker resumes any migration.\nPre-cutover validation reads the services' digests through the migration contract, or through\nthe user-facing API (the path users take, paper 001 §5.3) when --api is given.\n\nTwo-person commands (lock force-release, fence clear) are authorised and audited here: their signed\napprovals are verified against the operator registry (--operators-file, re-read for every command;\n`cutover operator keygen|register`). It refuses to start without one unless --insecure-dev-auth is\ngiven, which without a registry takes approver names unsigned.", stdout)
 	rf := addRoleFlags(fs)
 	rf.addPlacement(fs)
 	rf.addInsecure(fs)
@@ -406,6 +408,7 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	apiURL := fs.String("api", "", "base URL of the user-facing API to validate through (empty = the contract)")
 	secret := addSecret(fs, "service-secret", serviceSecretEnv, "secret of the validator's service identity at the API (needed with --api)")
 	csecret := addContractSecret(fs)
+	operators := fs.String("operators-file", "", "the operator registry (operators.json: `cutover certs`, `cutover operator register`) the approvals of two-person commands are verified against (default $"+operatorsEnv+")")
 	convergence := fs.String("convergence", orchestrator.ConvergenceFence, "Phase 1's wait: fence (no cache waited for; the stores' fences stand in) or ttl (every routing cache expires first, the paper's wait)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -435,6 +438,10 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	if err := checkContract(csecret, "orchestrator", "the contract secret", rf.isInsecure()); err != nil {
 		return err
 	}
+	operatorsFile := cmp.Or(*operators, os.Getenv(operatorsEnv))
+	if operatorsFile == "" && !rf.isInsecure() {
+		return errNoCredentials("orchestrator", "an operator registry (--operators-file or $"+operatorsEnv+") to verify the approvals of two-person commands against")
+	}
 	var place system.Config
 	if err := rf.applyPlacement(&place); err != nil {
 		return err
@@ -450,6 +457,14 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	if err := rf.loadPassword(&sec); err != nil {
 		return err
+	}
+	approvals := "INSECURE: approver names unsigned (--insecure-dev-auth, no --operators-file)"
+	if operatorsFile != "" {
+		reg, err := approval.LoadRegistry(operatorsFile)
+		if err != nil {
+			return fmt.Errorf("--operators-file: %w", err)
+		}
+		approvals = fmt.Sprintf("signed, verified against %s (%d operators; re-read for every command)", operatorsFile, reg.Len())
 	}
 	svcSecret := ""
 	if *apiURL != "" {
@@ -469,6 +484,10 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	cfg.Orchestrator.Convergence = *convergence
 	if err := applyContractSecret(csecret, cfg); err != nil {
 		return err
+	}
+	cfg.InsecureDevAuth = rf.isInsecure()
+	if operatorsFile != "" {
+		cfg.Orchestrator.Operators = approval.File(operatorsFile)
 	}
 	if err := cfg.EnsureDefaults(); err != nil {
 		return err
@@ -491,6 +510,7 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 		fmt.Fprintf(stdout, "  consumers   %s on %s, %s on %s\n", orchestrator.CommandConsumer, events.CommandStream, orchestrator.WorkConsumer, events.WorkStream)
 		fmt.Fprintf(stdout, "  validation  %s\n", validation)
 		fmt.Fprintf(stdout, "  contract    %s\n", contractLine(cfg))
+		fmt.Fprintf(stdout, "  approvals   %s\n", approvals)
 		if cfg.Orchestrator.Convergence == orchestrator.ConvergenceTTL {
 			fmt.Fprintf(stdout, "  convergence ttl: %s + buffer %s\n", lk.Config().ConvergenceDelay, cfg.Orchestrator.ConvergenceBuffer)
 		} else {

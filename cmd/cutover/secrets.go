@@ -38,6 +38,10 @@ const (
 	passwordEnv      = "CUTOVER_NATS_PASSWORD"
 	authSecretEnv    = "CUTOVER_AUTH_SECRET"
 	serviceSecretEnv = "CUTOVER_SERVICE_SECRET"
+	// operatorsEnv names the orchestrator's operator registry: public
+	// keys, not a secret, but no less guarded (only its owner may write
+	// it), so it comes the same ways.
+	operatorsEnv = "CUTOVER_OPERATORS_FILE"
 )
 
 // minSecret is the shortest secret accepted (HMAC keys, service secrets).

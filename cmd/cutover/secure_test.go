@@ -26,7 +26,7 @@ func writeSecureFiles(t *testing.T, dir string, regions ...string) secureFiles {
 		regions = []string{"us-east", "eu-west"}
 	}
 	var out, errs bytes.Buffer
-	if code := Run(context.Background(), []string{"certs", "--dir", dir, "--regions", strings.Join(regions, ","), "--bcrypt-cost", "4"}, &out, &errs); code != 0 {
+	if code := Run(context.Background(), []string{"certs", "--dir", dir, "--regions", strings.Join(regions, ","), "--bcrypt-cost", "4", "--operators", "alice,bob"}, &out, &errs); code != 0 {
 		t.Fatalf("cutover certs: exit %d: %s", code, errs.String())
 	}
 	return secureFiles{dir: dir}

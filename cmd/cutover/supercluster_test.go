@@ -156,7 +156,7 @@ func TestSuperclusterProcesses(t *testing.T) {
 	gw := proctest.Start(t, bin, "gateway", append(append([]string{"gateway", "--nats", homeURL, "--regions", home + "," + away, "--placement", placement,
 		"--region-nats", away + "=" + awayURL, "--http", "127.0.0.1:0", "--data", filepath.Join(dir, "gateway")}, files.creds("gateway")...), files.secrets()...)...)
 	api := "http://" + gw.Await(t, `HTTP API\s+http://(\S+)`, 90*time.Second)
-	orch := proctest.Start(t, bin, "orchestrator", append([]string{"orchestrator", "--nats", homeURL, "--placement", placement, "--workers", "2"},
+	orch := proctest.Start(t, bin, "orchestrator", append([]string{"orchestrator", "--nats", homeURL, "--placement", placement, "--workers", "2", "--operators-file", files.path(certsOperators)},
 		files.creds("orchestrator")...)...)
 	orch.Await(t, `(cutover orchestrator)`, 90*time.Second)
 	for stream, want := range map[string]string{contractnats.PagesStream: away, events.EventStream: home} {

@@ -71,7 +71,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	defer sys.Close()
 	source, target := sys.Source, sys.Target
 	say("cutover demo: embedded JetStream (%d node(s), sync always), regions %s and %s, API %s", o.Cluster, source, target, sys.APIURL)
-	say("  auth: INSECURE development identities (--insecure-dev-auth: Bearer user:<id>, NATS without users); never in production")
+	say("  auth: INSECURE development identities (--insecure-dev-auth: Bearer user:<id>, NATS without users, unsigned approvers); never in production")
 
 	rep := &Report{}
 	rep.Setup.Conversations, rep.Setup.Cluster, rep.Setup.Source, rep.Setup.Target = o.Conversations, o.Cluster, source, target

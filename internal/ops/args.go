@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/cutover/cutover/events"
@@ -100,17 +99,4 @@ func tenantResources(list, file string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// distinctApprovers normalises approvers as kvrouting.ForceRelease counts
-// them (trimmed, case-insensitive, non-empty).
-func distinctApprovers(as []string) []string {
-	var out []string
-	for _, a := range as {
-		a = strings.ToLower(strings.TrimSpace(a))
-		if a != "" && !slices.Contains(out, a) {
-			out = append(out, a)
-		}
-	}
-	return out
 }

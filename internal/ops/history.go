@@ -126,6 +126,9 @@ func History(ctx context.Context, r HistoryRequest, stdout io.Writer) error {
 		if b, ok := tl.evs[0].Body.(events.FenceForceCleared); ok && last.Resource == "" {
 			head = fmt.Sprintf("fence-clear audit %s  %s at %s", tl.id, b.Resource, b.Region)
 		}
+		if b, ok := tl.evs[0].Body.(events.AdminRefused); ok && last.Resource == "" {
+			head = fmt.Sprintf("%s refused %s  %s", b.Command, tl.id, b.Resource)
+		}
 		fmt.Fprintln(stdout, head)
 		fmt.Fprintf(stdout, "  %-12s  %9s  %-18s  %-18s  %s\n", "TIME", "ELAPSED", "EVENT", "PHASE", "DETAILS")
 		for _, e := range tl.evs {
@@ -136,7 +139,8 @@ func History(ctx context.Context, r HistoryRequest, stdout io.Writer) error {
 }
 
 // ofResource reports whether a migration's last event belongs to res: its
-// state's resource, or an audited force-release or fence clear of res.
+// state's resource, or an audited force-release or fence clear of res, or
+// a refused one.
 func ofResource(e *events.Envelope, res string) bool {
 	if e.MigrationID == "" {
 		return false
@@ -148,6 +152,9 @@ func ofResource(e *events.Envelope, res string) bool {
 		return true
 	}
 	if b, ok := e.Body.(events.FenceForceCleared); ok && b.Resource == res {
+		return true
+	}
+	if b, ok := e.Body.(events.AdminRefused); ok && b.Resource == res {
 		return true
 	}
 	return false

@@ -2,13 +2,13 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/cutover/cutover/events"
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/cutover/cutover/orchestrator/approval"
 )
 
 // ForceReleaseRequest is `cutover lock force-release`: clear a stuck lock
@@ -18,33 +18,45 @@ type ForceReleaseRequest struct {
 	NATS string
 	// Resource is the locked resource, "kind/id".
 	Resource string
-	// Approvers approve the release; at least two distinct ones (trimmed,
-	// case-insensitive) are needed.
+	// Approvers, Approvals and Keys approve the release (Approvals): two
+	// distinct operators' signed approvals, which the orchestrator
+	// verifies against its operator registry; approver names alone only
+	// for a development orchestrator.
 	Approvers []string
-	// Reason says why; it is recorded in the audit event.
+	Approvals []string
+	Keys      []string
+	// Reason says why; the approvals approve it and the audit event
+	// records it.
 	Reason string
-	// Timeout bounds the wait for the orchestrator's audit event; 0 waits
-	// for ever.
+	// Timeout bounds the wait for the orchestrator's outcome; 0 waits for
+	// ever.
 	Timeout time.Duration
 	// JSON prints the audit event and the routing document after it.
 	JSON bool
 }
 
-// ForceRelease has the orchestrator release r.Resource's locks, so that
-// the release is recorded as a force-released event and the migration
-// holding the lock rolls back, and prints the routing document after it.
-// A resource holding no lock is left alone. It returns an error wrapping
-// ErrUsage for a malformed resource or fewer than two distinct approvers,
-// before connecting; any other error when the deployment cannot be
-// reached, the orchestrator refuses, or no audit event appears within
-// r.Timeout. Any goroutine may call it.
+// ForceRelease has the orchestrator release r.Resource's locks once it has
+// verified the approvals, so that the release is recorded as a
+// force-released event and the migration holding the lock rolls back, and
+// prints the routing document after it. A resource holding no lock is
+// left alone. It returns an error wrapping ErrUsage for a malformed
+// resource or approval, or fewer than two distinct approvers, before
+// connecting; one wrapping ErrRefused when the orchestrator refuses
+// (nothing changed: its reason is in the error and in the refusal it
+// records); any other error when the deployment cannot be reached or no
+// outcome appears within r.Timeout. Any goroutine may call it.
 func ForceRelease(ctx context.Context, r ForceReleaseRequest, stdout, stderr io.Writer) error {
 	res, err := parseResource(r.Resource)
 	if err != nil {
 		return err
 	}
-	if d := distinctApprovers(r.Approvers); len(d) < 2 {
-		return fmt.Errorf("%w: force-release needs at least two distinct approvers (got %d)", ErrUsage, len(d))
+	q := approval.Request{Operation: approval.OpForceRelease, Resource: res.String(), Reason: r.Reason}
+	if err := q.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	approvers, tokens, err := Approvals{Approvers: r.Approvers, Approvals: r.Approvals, Keys: r.Keys}.collect(q, time.Now(), stderr)
+	if err != nil {
+		return err
 	}
 	o, err := dial(ctx, r.NATS)
 	if err != nil {
@@ -59,47 +71,32 @@ func ForceRelease(ctx context.Context, r ForceReleaseRequest, stdout, stderr io.
 		fmt.Fprintf(stdout, "%s holds no lock; nothing to release\n", res)
 		return nil
 	}
-	// Subscribe before sending, so the audit event cannot slip past.
-	subject := events.EventPrefix + ">"
-	if before.MigrationID != "" {
-		subject = events.EventSubject(before.MigrationID)
-	}
-	it, err := eventIterator(ctx, o.js, subject, jetstream.DeliverNewPolicy)
+	aid, err := o.orch.ForceRelease(ctx, events.ForceRelease{Resource: res.String(), Approvers: approvers, Approvals: tokens, Reason: r.Reason})
 	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	if err := o.orch.ForceRelease(ctx, res.String(), r.Approvers, r.Reason); err != nil {
 		return fmt.Errorf("force-release: %w", err)
 	}
-	wctx, cancel := withTimeout(ctx, r.Timeout)
-	defer cancel()
-	var audit *events.Envelope
-	var auditSeq uint64
-	err = it.each(wctx, stderr, func(seq uint64, e *events.Envelope) bool {
-		if b, ok := e.Body.(events.ForceReleased); ok && b.Resource == res.String() {
-			audit, auditSeq = e, seq
-			return true
-		}
-		return false
-	})
-	after, derr := o.leaderDoc(ctx, res)
+	audit, seq, err := awaitOutcome(ctx, o, aid, r.Timeout, stderr)
 	if err != nil {
-		if derr == nil && after.Primary.Lock.IsZero() && errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s was released but no audit event appeared within %s (lock held by migration %q, which the orchestrator could not record it on)", res, r.Timeout, before.MigrationID)
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("no force-release of %s within %s; is an orchestrator running?", res, r.Timeout)
-		}
 		return err
 	}
-	if derr != nil {
-		return derr
+	after, err := o.leaderDoc(ctx, res)
+	if err != nil {
+		return err
 	}
 	if r.JSON {
-		return writeJSON(stdout, map[string]any{"audit": toEventJSON(auditSeq, audit), "routing": toRoutingJSON(after)})
+		return writeJSON(stdout, map[string]any{"audit": toEventJSON(seq, audit), "routing": toRoutingJSON(after)})
 	}
-	fmt.Fprintf(stdout, "released %s (held: %s); audited as %s on %s\n", res, heldLocks(before), audit.Type, audit.MigrationID)
+	b, _ := audit.Body.(events.ForceReleased)
+	fmt.Fprintf(stdout, "released %s (held: %s); audited as %s on %s (approved by %s)\n", res, heldLocks(before), audit.Type, audit.MigrationID, approvedBy(b.Approvers, b.ApprovalIDs))
 	printRouting(stdout, after)
 	return nil
+}
+
+// approvedBy names the approvers of an audit event and whether their
+// approvals were signed.
+func approvedBy(approvers, ids []string) string {
+	if len(ids) == 0 {
+		return strings.Join(approvers, " + ") + "; unsigned: development auth"
+	}
+	return strings.Join(approvers, " + ") + "; signed approvals " + strings.Join(ids, ", ")
 }

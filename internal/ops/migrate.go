@@ -182,7 +182,7 @@ func followMigration(ctx context.Context, o *conn, id string, timeout time.Durat
 func notable(typ string) bool {
 	switch typ {
 	case events.TypeStepFailed, events.TypeRolledBack, events.TypeRescheduled, events.TypeValidated,
-		events.TypeCancelRequested, events.TypeForceReleased, events.TypeChildStarted, events.TypeCleanedUp:
+		events.TypeCancelRequested, events.TypeForceReleased, events.TypeChildStarted, events.TypeCleanedUp, events.TypeAdminRefused:
 		return true
 	}
 	return false

@@ -77,7 +77,7 @@ func Status(ctx context.Context, r StatusRequest, stdout io.Writer) error {
 	}
 	var rows []lastEvent
 	for _, l := range lasts {
-		if l.env.State == nil || l.env.MigrationID == "" || (r.Active && l.env.State.Status.Terminal()) {
+		if l.env.State == nil || l.env.MigrationID == "" || (r.Active && l.env.State.Status.Terminal()) || adminAudit(l.env) {
 			continue
 		}
 		rows = append(rows, l)
@@ -108,4 +108,18 @@ func Status(ctx context.Context, r StatusRequest, stdout io.Writer) error {
 			row.env.Time.UTC().Format("01-02 15:04:05"), st.Reason)
 	}
 	return nil
+}
+
+// adminAudit reports whether e is the one event of a two-person command's
+// admin aggregate (its audit event or its refusal): not a migration, never
+// listed as one (`cutover history RESOURCE` shows it).
+func adminAudit(e *events.Envelope) bool {
+	if e.State == nil || e.State.Resource != "" {
+		return false
+	}
+	switch e.Body.(type) {
+	case events.ForceReleased, events.FenceForceCleared, events.AdminRefused:
+		return true
+	}
+	return false
 }

@@ -118,9 +118,18 @@ func describe(e *events.Envelope) string {
 		}
 		return strings.Join(parts, "; ")
 	case events.ForceReleased:
-		return fmt.Sprintf("%s released by %s: %s", b.Resource, strings.Join(b.Approvers, " + "), b.Reason)
+		return fmt.Sprintf("%s released by %s: %s", b.Resource, approvedBy(b.Approvers, b.ApprovalIDs), b.Reason)
 	case events.FenceForceCleared:
-		return fmt.Sprintf("%s authority repaired at %s (%s; %s → %s) by %s: %s", b.Resource, b.Region, strings.Join(b.Services, ", "), b.Previous, b.Repaired, strings.Join(b.Approvers, " + "), b.Reason)
+		s := fmt.Sprintf("%s authority repaired at %s (%s; %s → %s) by %s: %s", b.Resource, b.Region, strings.Join(b.Services, ", "), b.Previous, b.Repaired, approvedBy(b.Approvers, b.ApprovalIDs), b.Reason)
+		if b.Failed != "" {
+			s += "; stopped: " + b.Failed
+		}
+		if b.Note != "" {
+			s += "; " + b.Note
+		}
+		return s
+	case events.AdminRefused:
+		return fmt.Sprintf("%s of %s refused (%s): %s", b.Command, b.Resource, b.Code, b.Refusal)
 	}
 	return ""
 }

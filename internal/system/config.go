@@ -107,9 +107,10 @@ type Config struct {
 	AuthSecret string
 	// InsecureDevAuth, with no AuthSecret, runs development identities: the
 	// API accepts "Bearer user:<id>" with no secret (api.DevAuth) and the
-	// projector's HTTP needs no authentication. The roles refuse to start
-	// with neither (Start, the in-process development deployment, implies
-	// it).
+	// projector's HTTP needs no authentication; with no operator registry
+	// (Orchestrator.Operators) the orchestrator takes two-person commands
+	// approved by unsigned names. The roles refuse to start with neither
+	// (Start, the in-process development deployment, implies it).
 	InsecureDevAuth bool
 	// Provisioned says the deployment's buckets and streams were created
 	// by the admin identity (`cutover provision`): this process creates

@@ -142,10 +142,15 @@ func provideWorkers(cfg *Config, nc *nats.Conn, js jetstream.JetStream, lk *kvro
 }
 
 // NewWorker builds one orchestrator worker of cfg's settings; the caller
-// runs it (chaos starts and kills its own).
+// runs it (chaos starts and kills its own). Development auth with no
+// operator registry accepts two-person commands approved by unsigned
+// names (orchestrator.Config.UnsignedApprovals).
 func NewWorker(cfg *Config, nc *nats.Conn, js jetstream.JetStream, lk *kvrouting.Locker, dir orchestrator.Directory) (*orchestrator.Worker, error) {
 	oc := cfg.Orchestrator
 	oc.Locker, oc.Directory, oc.Logger = lk, dir, cfg.Logger
+	if oc.Operators == nil && cfg.InsecureDevAuth {
+		oc.UnsignedApprovals = true
+	}
 	return orchestrator.NewWorker(nc, js, oc, cfg.WorkerOptions...)
 }
 

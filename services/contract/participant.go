@@ -48,7 +48,8 @@ type Participant interface {
 // Repairer is the operator's side of the authority record (`cutover fence
 // clear`): Repair replaces resource's record with a whatever it holds, even
 // a higher revision (a routing stream recreated, a record corrupted), and
-// returns the record it replaced. The caller checks the approvals and
+// returns the record it replaced. The caller — the orchestrator, the only
+// identity allowed to send it — checks the operators' approvals and
 // records the audit event. Implementations must be safe for concurrent
 // use.
 type Repairer interface {

@@ -163,6 +163,14 @@ func (e *dirEndpoint) Cleanup(ctx context.Context, resource string, a contract.A
 	return e.c.Cleanup(ctx, resource, a)
 }
 
+var _ contract.Repairer = (*dirEndpoint)(nil)
+
+// Repair implements contract.Repairer (`cutover fence clear`, sent by the
+// orchestrator only).
+func (e *dirEndpoint) Repair(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
+	return e.c.Repair(ctx, resource, a)
+}
+
 // apiDigests reads one service's slice digests of resource at region
 // through the user-facing API's region-pinned validation route, with the
 // validator's service identity.
