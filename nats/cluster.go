@@ -67,7 +67,7 @@ type Cluster struct {
 // error wrapping ErrInvalidOptions or ErrStartFailed; on error nothing is
 // left running.
 func StartCluster(opts ClusterOptions) (*Cluster, error) {
-	return startCluster(opts, "cutover-cluster-", directRoutes)
+	return retryBind(func() (*Cluster, error) { return startCluster(opts, "cutover-cluster-", directRoutes) })
 }
 
 // routeFunc gives node i of a cluster, knowing every node's route port, the

@@ -275,14 +275,16 @@ func StartProxiedCluster(opts ClusterOptions) (*ProxiedCluster, error) {
 	if n < 2 {
 		return nil, fmt.Errorf("%w: a proxied cluster needs >= 2 nodes, got %d", ErrInvalidOptions, n)
 	}
-	pc := &ProxiedCluster{Proxies: make([][]*Proxy, n)}
-	c, err := startCluster(opts, "cutover-pcluster-", pc.proxiedRoutes)
-	if err != nil {
-		pc.closeProxies()
-		return nil, err
-	}
-	pc.Cluster = c
-	return pc, nil
+	return retryBind(func() (*ProxiedCluster, error) {
+		pc := &ProxiedCluster{Proxies: make([][]*Proxy, n)}
+		c, err := startCluster(opts, "cutover-pcluster-", pc.proxiedRoutes)
+		if err != nil {
+			pc.closeProxies()
+			return nil, err
+		}
+		pc.Cluster = c
+		return pc, nil
+	})
 }
 
 // proxiedRoutes is the routeFunc of a proxied cluster: node i reaches node

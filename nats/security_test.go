@@ -261,15 +261,14 @@ func TestSecureCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The free ports are picked, released, then bound by the nodes: on a
-	// busy machine another process may take one in between ("address
-	// already in use"); then start again on fresh ports.
-	var nodes []*SecureServer
-	for attempt := 1; ; attempt++ {
+	// busy machine another process may take one in between; retryBind
+	// starts again on fresh ports.
+	nodes, err := retryBind(func() ([]*SecureServer, error) {
 		ports, err := freePorts(DefaultHost, 3)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		nodes = make([]*SecureServer, 3)
+		nodes := make([]*SecureServer, 3)
 		errs := make([]error, 3)
 		var wg sync.WaitGroup
 		for i := range 3 {
@@ -286,18 +285,18 @@ func TestSecureCluster(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		err = errors.Join(errs...)
-		if err == nil {
-			break
-		}
-		for _, n := range nodes {
-			if n != nil {
-				n.Shutdown()
+		if err := errors.Join(errs...); err != nil {
+			for _, n := range nodes {
+				if n != nil {
+					n.Shutdown()
+				}
 			}
+			return nil, err
 		}
-		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
-			t.Fatal(err)
-		}
+		return nodes, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, n := range nodes {
 		t.Cleanup(n.Shutdown)

@@ -69,6 +69,11 @@ type Region struct {
 // every other region. It returns an error wrapping ErrInvalidOptions or
 // ErrStartFailed; on error nothing is left running.
 func StartSupercluster(opts SuperclusterOptions) (*Supercluster, error) {
+	return retryBind(func() (*Supercluster, error) { return startSupercluster(opts) })
+}
+
+// startSupercluster is one attempt of StartSupercluster.
+func startSupercluster(opts SuperclusterOptions) (*Supercluster, error) {
 	regions := opts.Regions
 	if len(regions) == 0 {
 		regions = DefaultRegions
