@@ -1,4 +1,4 @@
-// Package bench is the suites of `cutover bench` (issue 7), each comparing
+// Package bench is the suites of `cutover bench`, each comparing
 // this design with its baseline: Routing (resolve + decide vs a
 // lock-record), Reads (routing-store reads with and without the holder's
 // cached document), Fence (write-blocked windows per fencing strategy),

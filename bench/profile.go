@@ -9,7 +9,7 @@ import (
 	"sync"
 )
 
-// Profile names the pprof files a bench run writes (issue 7: profile the
+// Profile names the pprof files a bench run writes (profile the
 // hot paths and keep before/after figures); "" writes none.
 type Profile struct{ CPU, Mem string }
 

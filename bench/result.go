@@ -5,7 +5,7 @@ import (
 	"io"
 )
 
-// Result is the common shape of a suite's JSON (issue 7): this design, its
+// Result is the common shape of a suite's JSON: this design, its
 // baseline, their ratio, the target, and the durability every figure ran
 // with.
 type Result struct {

@@ -41,7 +41,7 @@ type FenceOptions struct {
 	Progress func(string)
 }
 
-// DefaultHugeSize is the size of the fence suite's huge class (issue 16).
+// DefaultHugeSize is the size of the fence suite's huge class.
 const DefaultHugeSize = 100_000
 
 func (o FenceOptions) validate() error {

@@ -74,7 +74,7 @@ type throughputFigure struct {
 	ConvergenceDelay string         `json:"convergence_delay"`
 	Fanout           string         `json:"fanout"`
 	// AppendsPerMigration counts the synced JetStream appends the move
-	// made, per completed migration, by stream (the design budget issue 7
+	// made, per completed migration, by stream (the design budget
 	// names: each is one fsync on a single node with sync always).
 	AppendsPerMigration map[string]float64 `json:"appends_per_migration"`
 }

@@ -32,7 +32,7 @@ type LockConfig struct {
 	ConvergenceDelay time.Duration
 	// FenceConvergence declares that every enforcer of these locks also
 	// checks a fence in its own store, checked atomically with every
-	// mutation and read (services/store; issue 15): the pre-lock's
+	// mutation and read (services/store): the pre-lock's
 	// not-before then waits for no cache and ConvergenceDelay is used as
 	// given, even zero. Without store fences this is unsafe: a cache's
 	// unlocked copy would allow writes under the write lock.

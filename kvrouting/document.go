@@ -97,7 +97,7 @@ type Document struct {
 	// LastMigrationID names the migration that last swapped or released the
 	// document, so a replaying orchestrator can recognise its own work.
 	LastMigrationID string `msgpack:"lmid,omitempty"`
-	// LastSwap records the last swap (issue 14 #2). The swap's own CAS
+	// LastSwap records the last swap. The swap's own CAS
 	// writes it and no other transition changes it, so, unlike our token
 	// on the secondary location (which the next pre-lock overwrites), it
 	// still names the swap after a later migration has pre-locked: a
@@ -164,7 +164,7 @@ func (d *Document) ActiveLock(now time.Time, skew time.Duration) bool {
 // sending reads to the old source and writes into its post-swap fence. A
 // lock, once started, means a migration may have moved the resource since,
 // in force or not; only a swap or a release (which leave the primary
-// unlocked) makes a document cacheable again (issue 14 #6).
+// unlocked) makes a document cacheable again.
 func (d *Document) Cacheable(now time.Time, skew time.Duration) bool {
 	l := d.Primary.Lock
 	return l.Type == LockNone || now.Before(l.NotBefore.Add(-skew))

@@ -519,7 +519,7 @@ func swap(d *Document, now time.Time, tok Token, cfg *LockConfig) (*Document, er
 	if d.LastSwap != nil && d.LastSwap.Token == tok {
 		// Replay: our swap already happened, and may have been followed by
 		// another migration's pre-lock, which took over the secondary
-		// location our token was on (issue 14 #2).
+		// location our token was on.
 		return nil, nil
 	}
 	if l.Type == LockNone && d.Secondary != nil && d.Secondary.Lock.Token == tok && d.Target == "" {
@@ -550,7 +550,7 @@ func release(d *Document, now time.Time, tok Token, cfg *LockConfig) (*Document,
 	l := d.Primary.Lock
 	if d.LastSwap != nil && d.LastSwap.Token == tok {
 		// Checked before the token: a later pre-lock under another token
-		// does not make our swap "not ours" (issue 14 #2).
+		// does not make our swap "not ours".
 		return nil, fmt.Errorf("%w: %s was already swapped by this token", ErrIllegalTransition, d.Resource)
 	}
 	if l.Type == LockNone {

@@ -148,7 +148,7 @@ func (r *Resolver) Resolve(ctx context.Context, res Resource) (Resolution, error
 		if !doc.Cacheable(now, r.cfg.ClockSkew) {
 			// paper 000 §3.2: a cached record with an active lock is never
 			// trusted; the orchestrator may have moved it since. Nor is one
-			// whose lock has lapsed (Document.Cacheable, issue 14 #6).
+			// whose lock has lapsed (Document.Cacheable).
 			return r.readThrough(ctx, res, key)
 		}
 		for _, up := range r.cfg.Tiers[:i] {

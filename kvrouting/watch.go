@@ -12,7 +12,7 @@ import (
 	cnats "github.com/cutover/cutover/nats/natsclient"
 )
 
-// Typed lock-change subscriptions (issue 17 #3): what event-driven services
+// Typed lock-change subscriptions: what event-driven services
 // that react to migrations read, instead of decoding the ROUTING bucket
 // themselves. A Watcher is pull-based: it fetches the next change only when
 // asked, so a slow consumer slows the watch (bounded prefetch) and nothing

@@ -11,7 +11,7 @@ import (
 )
 
 // Admission: a start is refused at once, before anything is locked, when
-// its target cannot be migrated to (issue 14 #15): a region that no
+// its target cannot be migrated to: a region that no
 // deployment serves, or a resource kind that no service owns. Otherwise
 // the migration would pre-lock, fail its copy PhaseRetries times, roll
 // back and reschedule, MaxAttempts times, while its status says active.

@@ -58,7 +58,7 @@ func (w *Worker) preLock(ctx context.Context, st *events.State, res kvrouting.Re
 // wait; a timer that fires early is re-armed for the remainder ("never
 // less than"). When the wait has elapsed it escalates to the hard-delete
 // lock in this same step (line 5): a Converged event would only record the
-// passing of time, and costs a synced append (issue 7's budget).
+// passing of time, and costs a synced append (the throughput budget).
 func (w *Worker) awaitConvergence(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) outcome {
 	if w.fencing.WriteFenceAtPreLock() { // bench baseline: writes refused from the pre-lock on
 		d, o, bad := w.verify(ctx, st, res)

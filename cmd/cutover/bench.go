@@ -18,7 +18,7 @@ func init() {
 	register("bench", "measure this design against its baselines (suites: routing, reads, fence, throughput, copy, validate)", runBench)
 }
 
-// benchSuites are the suites of `cutover bench` (issue 7; package bench),
+// benchSuites are the suites of `cutover bench` (package bench),
 // in the order the help lists them.
 var benchSuites = []struct {
 	name, help string

@@ -14,7 +14,7 @@ func init() {
 	register("chaos", "run migrations under live traffic on a 3-node cluster (or a supercluster) while a seeded nemesis breaks things, then check the invariants", runChaos)
 }
 
-// runChaos is `cutover chaos` (issue 6 item 1; docs/chaos.md; internal/chaos).
+// runChaos is `cutover chaos` (docs/chaos.md; internal/chaos).
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("chaos", "chaos [--seed N] [--duration D] [--json] [--supercluster [--cluster 1|3] [--wan rtt=40ms]]", stdout)
 	var o chaos.Options

@@ -1,4 +1,4 @@
-// Package chaos is `cutover chaos` (issue 6 item 1; docs/chaos.md): live
+// Package chaos is `cutover chaos` (docs/chaos.md): live
 // traffic and continuous migrations on a 3-node JetStream cluster while a
 // seeded nemesis breaks things, then the invariant check. Like
 // hashicorp/raft's fuzzy package it keeps three things apart:

@@ -353,7 +353,7 @@ func tenantChildren(ctx context.Context, orch *orchestrator.Client, tid string) 
 // where it came from): the new pre-lock then races the previous
 // migration's post-swap steps (its Swapped event, post-swap fence, clear of
 // the fence before it, cleanup schedule), which a driver that waits for
-// Completed never exercises (issue 14 #10). Which ones is decided by the
+// Completed never exercises. Which ones is decided by the
 // migration id, so a seed picks the same ones.
 func (r *run) startAfterSwap(ctx context.Context, ids []string, states []*events.State) {
 	for i, id := range ids {

@@ -69,7 +69,7 @@ type Options struct {
 	// Supercluster runs on one NATS cluster per region (Nodes each, default
 	// 1) joined by gateways through proxies shaped by WAN, instead of one
 	// three-node cluster: leader kills stop a node of the home region,
-	// partitions cut a region off (issue 16).
+	// partitions cut a region off.
 	Supercluster bool
 	Nodes        int
 	WAN          cnats.WAN

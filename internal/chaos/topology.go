@@ -112,8 +112,8 @@ func (t *clusterTopology) healAll(ctx context.Context) error {
 
 func (t *clusterTopology) shutdown() { t.pc.Shutdown() }
 
-// superTopology is one cluster per region joined by WAN-shaped gateways
-// (issue 16): ROUTING and the migration streams in the first region,
+// superTopology is one cluster per region joined by WAN-shaped gateways:
+// ROUTING and the migration streams in the first region,
 // PAGES in the second, a ROUTING mirror in every other; each region's
 // services on their own cluster.
 type superTopology struct {

@@ -517,7 +517,7 @@ func (c Config) reads(inv *Invariants, conv string) {
 }
 
 // listReads checks every whole-conversation read, by any user, against the
-// timed operations on the conversation's messages (issue 15 #7): for each
+// timed operations on the conversation's messages: for each
 // message whose last operation acknowledged before the read started is L,
 // the read shows L's state — present with L's text after a post or an edit,
 // absent after a delete — or the state of an operation that may have applied

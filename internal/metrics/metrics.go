@@ -110,7 +110,7 @@ func New() *Metrics {
 			Name: MetricHTTPRejected, Help: "Requests the API refused with 423 Locked, by what refused them. Whether the client recovered is only known client-side (" + MetricClientRecovered + ").",
 		}, []string{"lock"}),
 		queued: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricQueuedWrites, Help: "Writes the API parked behind a write lock or fence (issue 15 #4), by outcome: applied (run again after the wait), timeout (the 423 went out after --queue-writes), overflow (the queue was full; the 423 went out at once).",
+			Name: MetricQueuedWrites, Help: "Writes the API parked behind a write lock or fence, by outcome: applied (run again after the wait), timeout (the 423 went out after --queue-writes), overflow (the queue was full; the 423 went out at once).",
 		}, []string{"outcome"}),
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    MetricQueueWait,

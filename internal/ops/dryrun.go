@@ -14,7 +14,7 @@ import (
 )
 
 // Plan is what `cutover migrate start --dry-run` found: the pre-flight of
-// one migration, with nothing written (issue 17 #8).
+// one migration, with nothing written.
 type Plan struct {
 	Resource string `json:"resource"`
 	Source   string `json:"source"`

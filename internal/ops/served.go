@@ -10,7 +10,7 @@ import (
 )
 
 // checkServed refuses a target region in which no contract service
-// answers, before anything is sent (issue 14 #15). The orchestrator
+// answers, before anything is sent. The orchestrator
 // refuses such a start too, per resource kind, but only after recording
 // the migration; this gives the command line its error at once. When
 // discovery finds no contract service at all, or fails, it cannot tell and

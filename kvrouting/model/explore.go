@@ -146,7 +146,7 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 			default:
 				// The pre-lock's not-before is the convergence wait:
 				// every tier's TTL (paper 001 §4.1.1), or none at all
-				// with fence-driven convergence (issue 15 #1), where the
+				// with fence-driven convergence, where the
 				// stores' fences stand in for the caches' expiry.
 				wait := cfg.TTL
 				if cfg.FenceConvergence {
@@ -297,7 +297,7 @@ func successors(cfg *Config, s State, emit func(label string, next State, inv st
 					// delta and can still swap: a write accepted at the
 					// source now is in no export and is lost at the swap.
 					// (This case used to require the fence to hold inside a
-					// branch where it does not: unreachable, issue 14 #9.)
+					// branch where it does not: unreachable.)
 					exported := false
 					for _, o := range s.O {
 						if o.Phase == phFenced && d.LType == lockWrite && d.LTok == o.Tok && now < o.Exp {

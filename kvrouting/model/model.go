@@ -69,7 +69,7 @@ type Config struct {
 	StopAtFirst bool
 	// FenceConvergence drops the convergence wait: the hard-delete lock
 	// may follow the pre-lock at once, while cache tiers still serve
-	// copies fetched before it for up to their TTL (issue 15 #1).
+	// copies fetched before it for up to their TTL.
 	FenceConvergence bool
 	// Renewals lets a hard-delete holder renew its lock (up to the parent
 	// pre-lock lease).
@@ -94,7 +94,7 @@ func SkewConfig() Config {
 		PreLease: 4, HardDeleteLease: 3, WriteLease: 3}
 }
 
-// FenceConfig is the fence-convergence scope (issue 15 #1): SkewConfig's
+// FenceConfig is the fence-convergence scope: SkewConfig's
 // client write through the cache tiers, with no convergence wait while
 // the tiers keep copies for two ticks — as long as the write lease — so a
 // copy fetched before the pre-lock is still served under the write lock.

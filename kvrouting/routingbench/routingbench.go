@@ -1,5 +1,5 @@
 // Package routingbench measures resolve + decide for routing-embedded locks
-// against the lock-record baseline (issue "cutover bench routing"; paper 000
+// against the lock-record baseline (`cutover bench routing`; paper 000
 // §5.3 inferred this comparison, we measure it).
 package routingbench
 

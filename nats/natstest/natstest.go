@@ -11,7 +11,7 @@ import (
 )
 
 // The helpers live here, not in package cnats, so that a binary importing
-// cnats does not link package testing (issue 13).
+// cnats does not link package testing.
 
 // RunServer starts a single embedded server with a temporary store and sync
 // always, for tests in any package, and shuts it down (removing the store)

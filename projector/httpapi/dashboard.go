@@ -15,7 +15,7 @@ import (
 	"github.com/cutover/cutover/projector"
 )
 
-// The operator dashboard (issue 17 #7): GET / serves one page (embedded,
+// The operator dashboard: GET / serves one page (embedded,
 // no build step, no CDN) that renders /v1/dashboard/stream, a server-sent
 // event stream of Board snapshots: one at once, then one after every change
 // the projector folds in (at most every 200 ms).

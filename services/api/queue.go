@@ -15,7 +15,7 @@ import (
 	"github.com/cutover/cutover/services/contract"
 )
 
-// Server-side write queueing (issue 15 #4). A write that meets a write lock
+// Server-side write queueing. A write that meets a write lock
 // or a write fence in force is parked — no store lock held, nothing written
 // — until the resource's routing document changes (one KV watcher per
 // Server, shared by every parked write) or Config.QueueWrites elapses. It is

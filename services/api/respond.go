@@ -36,7 +36,7 @@ type errorBody struct {
 // code; unknown errors are 500 "internal" and logged, their text withheld.
 // A 423 carries Retry-After in whole seconds, rounded to the nearest (0:
 // retry at once), and retry_after_ms exactly (paper 001 §4.4): the expected
-// rest of the restriction, never the lease (issue 15 #6).
+// rest of the restriction, never the lease.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := services.ToError(err)
 	body := errorJSON{Code: string(e.Code), Message: e.Message, Lock: e.Lock}

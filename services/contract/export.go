@@ -40,7 +40,7 @@ type ExportRequest struct {
 	// Attempt is the migration attempt the export runs for (1, 2, …; 0 for
 	// callers outside a migration). It is copied into the page and its
 	// page id, so a rescheduled attempt never gets the previous attempt's
-	// deduplicated page (issue 14 #5).
+	// deduplicated page.
 	Attempt uint32 `msgpack:"att,omitempty"`
 	// Authority is the source's authority the export runs under (the
 	// stamp): a historical export needs a tombstoning primary or an
@@ -52,7 +52,7 @@ type ExportRequest struct {
 	// Inline asks a transport that would publish the page to a stream
 	// (contractnats) to return it in the reply instead (PageInfo.Page), so
 	// that the import request carries it: one cross-region round trip for a
-	// page instead of two, for the small delta pages of Phase 3 (issue 16).
+	// page instead of two, for the small delta pages of Phase 3.
 	// A page too large for one message is published as usual. Participants
 	// ignore it.
 	Inline bool `msgpack:"inl,omitempty"`

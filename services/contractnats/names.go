@@ -113,7 +113,7 @@ func PageSubject(migrationID, service string) string {
 // "<migrationID>/<service>/<mode>@<attempt>/<synctoken>/<cursor>". Two
 // exports of the same page position in one attempt get the same id, so a
 // retried publish is deduplicated by the stream (DESIGN.md "Durability and
-// hazards"); a rescheduled attempt gets its own (issue 14 #5: a physical
+// hazards"); a rescheduled attempt gets its own (a physical
 // delete does not advance the change sequence, so the same position can
 // hold different records in the next attempt).
 func MsgID(migrationID, service string, mode contract.ExportMode, attempt uint32, syncToken, cursor uint64) string {

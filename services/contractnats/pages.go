@@ -188,9 +188,10 @@ func FetchPage(ctx context.Context, js jetstream.JetStream, migrationID, service
 	return fetchPage(ctx, stream, migrationID, service, seq, nil)
 }
 
-//
-// With key, the message must carry the page signature of that key (a page
-// this region published): a page planted by anyone else under the same
+// fetchPage reads the page of service at seq of PagesStream, checking it is
+// on the migration's page subject and names the service. With key, the
+// message must carry the page signature of that key (a page this region
+// published): a page planted by anyone else under the same
 // Nats-Msg-Id is refused with CodeInternal.
 func fetchPage(ctx context.Context, stream jetstream.Stream, migrationID, service string, seq uint64, key []byte) (contract.Page, error) {
 	if seq == 0 {

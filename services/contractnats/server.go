@@ -29,7 +29,7 @@ const HeaderTimeout = "Cutover-Timeout-Ms"
 // after it (queued behind the server's slots, or held in a reconnect
 // buffer and sent after the caller gave up) is dropped unexecuted with
 // CodeUnavailable: its caller has gone, and an import or a fence applied
-// then could act for an attempt that has ended (issue 14 #1). Clocks are
+// then could act for an attempt that has ended. Clocks are
 // assumed synchronised within the routing lock's skew margin.
 const HeaderDeadline = "Cutover-Deadline-Ms"
 

@@ -60,7 +60,7 @@ func (c *Core) Now() time.Time { return c.clock() }
 // LockedError is the 423 for a rejecting decision: Retry-After is the
 // decision's hint (paper 001 §4.4) — under a write lock the expected rest of
 // Phase 3, never the lease; at a region that is not the primary, 0: the
-// resource has moved, resolve its routing again (issue 15 #6).
+// resource has moved, resolve its routing again.
 func LockedError(d kvrouting.Decision) *contract.Error {
 	reason := d.Reason
 	if reason == "" {
