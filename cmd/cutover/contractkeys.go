@@ -19,12 +19,6 @@ const (
 	contractKeyEnv    = "CUTOVER_CONTRACT_KEY"
 )
 
-// Files `cutover certs` writes for them.
-const certsContractSecret = "contract.secret"
-
-// certsContractKey is the file of region's key.
-func certsContractKey(region string) string { return "contract-" + region + ".key" }
-
 func addContractSecret(fs *flag.FlagSet) *secretFlag {
 	return addSecret(fs, "contract-secret", contractSecretEnv,
 		"the deployment's contract secret: contract replies are signed and verified with its region keys (`cutover certs` writes "+certsContractSecret+")")

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -279,7 +277,7 @@ func natsSecurity(opts cnats.Options, ca, cert, key string, verifyClients, route
 		if err != nil {
 			return sec, err
 		}
-		us, err := parseUsers(b)
+		us, err := cnats.ParseUsersFile(b)
 		if err != nil {
 			return sec, fmt.Errorf("%w: --users %s: %w", errUsage, usersFile, err)
 		}
@@ -289,31 +287,6 @@ func natsSecurity(opts cnats.Options, ca, cert, key string, verifyClients, route
 		return sec, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return sec, nil
-}
-
-// usersEntry is one user of a --users file.
-type usersEntry struct {
-	Name string `json:"name"`
-	// Password is a bcrypt hash (`cutover certs` writes them).
-	Password string   `json:"password"`
-	Identity string   `json:"identity"`
-	Regions  []string `json:"regions,omitempty"`
-}
-
-// parseUsers reads a --users file: a JSON list of usersEntry, unknown
-// fields refused.
-func parseUsers(b []byte) ([]cnats.User, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var us []usersEntry
-	if err := dec.Decode(&us); err != nil {
-		return nil, err
-	}
-	out := make([]cnats.User, 0, len(us))
-	for _, u := range us {
-		out = append(out, cnats.User{Name: u.Name, Password: u.Password, Identity: cnats.Identity(u.Identity), Regions: u.Regions})
-	}
-	return out, nil
 }
 
 // ------------------------------------------------------------------ service
