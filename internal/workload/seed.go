@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,7 @@ type Seeder struct {
 // fails is recorded as uncertain and the rest are still posted (under
 // faults, chaos keeps going); the first error is returned.
 func (s Seeder) Conversation(ctx context.Context, cv Conv) error {
-	if _, err := s.Client.CreateConversation(ctx, client.NewConversation{ID: cv.ID, Title: cv.ID, Members: s.Users}); err != nil {
+	if err := s.create(ctx, cv.ID); err != nil {
 		return fmt.Errorf("create %s: %w", cv.ID, err)
 	}
 	var first error
@@ -47,7 +48,7 @@ func (s Seeder) Conversation(ctx context.Context, cv Conv) error {
 // at the first error.
 func (s Seeder) All(ctx context.Context, convs []Conv, progress func(posted, total int)) error {
 	for _, cv := range convs {
-		if _, err := s.Client.CreateConversation(ctx, client.NewConversation{ID: cv.ID, Title: cv.ID, Members: s.Users}); err != nil {
+		if err := s.create(ctx, cv.ID); err != nil {
 			return fmt.Errorf("seed %s: %w", cv.ID, err)
 		}
 	}
@@ -77,6 +78,37 @@ func (s Seeder) All(ctx context.Context, convs []Conv, progress func(posted, tot
 	}
 	return nil
 }
+
+// create creates conversation id. A create is a POST the client does not
+// retry; the seeder does, on 503 (a routing store still electing its
+// leader right after start answers so), for up to createAttempts tries.
+// The id is the seeder's own, so a 409 after a failed try means that try
+// created it.
+func (s Seeder) create(ctx context.Context, id string) error {
+	var err error
+	for try := range createAttempts {
+		_, err = s.Client.CreateConversation(ctx, client.NewConversation{ID: id, Title: id, Members: s.Users})
+		var ae *client.APIError
+		switch {
+		case err == nil:
+			return nil
+		case try > 0 && errors.As(err, &ae) && ae.Code == client.CodeConflict:
+			return nil
+		case !errors.As(err, &ae) || ae.Code != client.CodeUnavailable:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(try+1) * 250 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// createAttempts bounds the seeder's tries of one create (about 50 s of
+// waiting in all).
+const createAttempts = 20
 
 func (s Seeder) post(ctx context.Context, conv string, j int) error {
 	id, text := SeedID(j), SeedText(conv, j)
