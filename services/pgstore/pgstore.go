@@ -1,0 +1,472 @@
+// Package pgstore is the participant kit's PostgreSQL adapter
+// (participant.Storage over github.com/jackc/pgx/v5): a service that keeps
+// its records in PostgreSQL takes part in migrations through
+// participant.New(service, store, opts).
+//
+// Authority in the user's transaction. Every Update begins a transaction
+// and locks the resource's row in cutover_resources (SELECT … FOR UPDATE,
+// created on first use): the authority record is read, decided on
+// (contract.Admit) and written in the transaction that carries the write
+// out, so a request routed by a stale revision, or a write after the fence,
+// commits nothing. A team that writes its own tables in the same
+// transaction calls Store.Update with its own work inside.
+//
+// The change sequence never lets a sync token skip a committed change.
+// Seq is per resource and allocated from cutover_resources.last_seq under
+// the same row lock: two transactions of one resource never hold
+// sequences at once, so changes commit in sequence order and a rolled-back
+// transaction rolls its allocation back with it (no gaps at all). The sync
+// token is read under the lock too: every change with Seq at or below it
+// has committed, every later change gets a higher Seq. (A global
+// sequence or a serial column would not do: a transaction holding Seq 7
+// may commit after one holding Seq 8, and an export that read up to 8
+// would skip 7 for good.)
+//
+// Tombstones are rows with deleted = true and no data. Digests are rows of
+// cutover_digests, updated in the writing transaction.
+//
+// Errors of the database (unreachable, restarted, a failed commit) are
+// returned as they are; the kit answers them as contract.CodeUnavailable
+// and nothing is changed.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/participant"
+)
+
+// Options configures Open.
+type Options struct {
+	// Service names the service whose records the store holds: one
+	// database may hold several services' records, each keyed by its
+	// name. Required.
+	Service string
+	// MaxConns caps the pool's connections (0: pgxpool's default).
+	MaxConns int32
+}
+
+// Store is a participant.Storage over a PostgreSQL database. Safe for
+// concurrent use.
+type Store struct {
+	pool    *pgxpool.Pool
+	service string
+}
+
+var _ participant.Storage = (*Store)(nil)
+
+// Open connects to url, applies the schema (schema/*.sql) and returns the
+// store. Errors: the connection's; ErrSchema for a database whose schema
+// this binary will not use.
+func Open(ctx context.Context, url string, o Options) (*Store, error) {
+	if o.Service == "" {
+		return nil, errors.New("pgstore: Options.Service is required")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		if errors.Is(err, ErrSchema) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("pgstore: open %s: %w", cfg.ConnConfig.Host, err)
+	}
+	return &Store{pool: pool, service: o.Service}, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool is the store's connection pool, for the service's own queries.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Update implements participant.Storage: one READ COMMITTED transaction
+// holding the resource's row lock. fn's writes are buffered and sent in
+// one batch before any range read and at the commit.
+func (s *Store) Update(ctx context.Context, resource string, fn func(participant.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ptx pgx.Tx) error {
+		if _, err := ptx.Exec(ctx, `INSERT INTO cutover_resources (service, resource) VALUES ($1, $2) ON CONFLICT DO NOTHING`, s.service, resource); err != nil {
+			return err
+		}
+		t := &tx{ctx: ctx, q: ptx, service: s.service, resource: resource}
+		if err := t.loadResource(true); err != nil {
+			return err
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.flush()
+	})
+}
+
+// View implements participant.Storage: one REPEATABLE READ, read-only
+// transaction (a snapshot).
+func (s *Store) View(ctx context.Context, resource string, fn func(participant.Reader) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(ptx pgx.Tx) error {
+		t := &tx{ctx: ctx, q: ptx, service: s.service, resource: resource, readOnly: true}
+		if err := t.loadResource(false); err != nil {
+			return err
+		}
+		return fn(t)
+	})
+}
+
+// tx is one transaction on one resource: the resource row read at the
+// start, an overlay of the records and digests read or written, and the
+// writes not yet sent.
+type tx struct {
+	ctx               context.Context
+	q                 pgx.Tx
+	service, resource string
+	readOnly          bool
+	auth              contract.Authority
+	lastSeq           uint64
+	resourceDirty     bool
+	recs              map[string]*cached
+	digests           map[int64]*cachedDigest
+	pendingRecs       []string // ids written since the last flush, in order
+	pendingDigests    []int64
+}
+
+type cached struct {
+	rec     contract.Record
+	found   bool
+	pending bool
+}
+
+type cachedDigest struct {
+	d       contract.SliceDigest
+	pending bool
+}
+
+func (t *tx) loadResource(forUpdate bool) error {
+	q := `SELECT rev, role, deletes, until_ms, last_seq FROM cutover_resources WHERE service = $1 AND resource = $2`
+	if forUpdate {
+		q += ` FOR UPDATE`
+	}
+	var rev, lastSeq int64
+	var role, deletes string
+	err := t.q.QueryRow(t.ctx, q, t.service, t.resource).Scan(&rev, &role, &deletes, &t.auth.Until, &lastSeq)
+	if errors.Is(err, pgx.ErrNoRows) { // a View of a resource never written
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if rev < 0 || lastSeq < 0 {
+		return fmt.Errorf("%w: resource %q: negative revision or sequence", participant.ErrCorrupt, t.resource)
+	}
+	t.auth.Rev, t.auth.Role, t.auth.Deletes, t.lastSeq = uint64(rev), contract.Role(role), contract.Deletes(deletes), uint64(lastSeq)
+	return nil
+}
+
+func (t *tx) Authority() (contract.Authority, error) { return t.auth, nil }
+func (t *tx) LastSeq() (uint64, error)               { return t.lastSeq, nil }
+
+func (t *tx) SetAuthority(a contract.Authority) error {
+	if a.Rev > math.MaxInt64 {
+		return fmt.Errorf("pgstore: revision %d above PostgreSQL's bigint", a.Rev)
+	}
+	t.auth, t.resourceDirty = a, true
+	return nil
+}
+
+const recordColumns = `id, kind, version, seq, created_at, updated_at, deleted, deleted_at, data, refs`
+
+func scanRecord(row pgx.Row) (contract.Record, error) {
+	var r contract.Record
+	var version, seq int64
+	err := row.Scan(&r.ID, &r.Kind, &version, &seq, &r.CreatedAt, &r.UpdatedAt, &r.Deleted, &r.DeletedAt, &r.Data, &r.Refs)
+	if err != nil {
+		return contract.Record{}, err
+	}
+	if version < 0 || seq < 0 {
+		return contract.Record{}, fmt.Errorf("%w: record %q: negative version or sequence", participant.ErrCorrupt, r.ID)
+	}
+	r.Version, r.Seq = uint64(version), uint64(seq)
+	if len(r.Data) == 0 {
+		r.Data = nil
+	}
+	if len(r.Refs) == 0 {
+		r.Refs = nil
+	}
+	return r, nil
+}
+
+func (t *tx) Get(id string) (contract.Record, bool, error) {
+	if c, ok := t.recs[id]; ok {
+		return c.rec, c.found, nil
+	}
+	r, err := scanRecord(t.q.QueryRow(t.ctx, `SELECT `+recordColumns+` FROM cutover_records WHERE service = $1 AND resource = $2 AND id = $3`, t.service, t.resource, id))
+	found := err == nil
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = nil
+	}
+	if err != nil {
+		return contract.Record{}, false, err
+	}
+	t.cache(id, &cached{rec: r, found: found})
+	return r, found, nil
+}
+
+// Prefetch reads the records ids in one query into the overlay
+// (participant.Prefetcher): an imported page costs one read, not one per
+// record.
+func (t *tx) Prefetch(ids []string) error {
+	var want []string
+	for _, id := range ids {
+		if _, ok := t.recs[id]; !ok {
+			want = append(want, id)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	rows, err := t.q.Query(t.ctx, `SELECT `+recordColumns+` FROM cutover_records WHERE service = $1 AND resource = $2 AND id = ANY($3)`, t.service, t.resource, want)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return err
+		}
+		t.cache(r.ID, &cached{rec: r, found: true})
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, id := range want {
+		if _, ok := t.recs[id]; !ok {
+			t.cache(id, &cached{})
+		}
+	}
+	return nil
+}
+
+func (t *tx) cache(id string, c *cached) {
+	if t.recs == nil {
+		t.recs = map[string]*cached{}
+	}
+	t.recs[id] = c
+}
+
+func (t *tx) Put(rec contract.Record) error {
+	if rec.Version > math.MaxInt64 || rec.Seq > math.MaxInt64 {
+		return fmt.Errorf("pgstore: record %q: version or sequence above PostgreSQL's bigint", rec.ID)
+	}
+	c, ok := t.recs[rec.ID]
+	if !ok {
+		c = &cached{}
+		t.cache(rec.ID, c)
+	}
+	c.rec, c.found = rec, true
+	if !c.pending {
+		c.pending = true
+		t.pendingRecs = append(t.pendingRecs, rec.ID)
+	}
+	if rec.Seq > t.lastSeq {
+		t.lastSeq, t.resourceDirty = rec.Seq, true
+	}
+	return nil
+}
+
+func (t *tx) Remove(id string) error {
+	c, ok := t.recs[id]
+	if !ok {
+		c = &cached{}
+		t.cache(id, c)
+	}
+	c.rec, c.found = contract.Record{}, false
+	if !c.pending {
+		c.pending = true
+		t.pendingRecs = append(t.pendingRecs, id)
+	}
+	return nil
+}
+
+func (t *tx) Digest(slice int64) (contract.SliceDigest, error) {
+	if c, ok := t.digests[slice]; ok {
+		return c.d, nil
+	}
+	d := contract.SliceDigest{Slice: slice}
+	var count int64
+	var hash []byte
+	err := t.q.QueryRow(t.ctx, `SELECT count, hash FROM cutover_digests WHERE service = $1 AND resource = $2 AND slice = $3`, t.service, t.resource, slice).Scan(&count, &hash)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return contract.SliceDigest{}, err
+	case count < 0 || len(hash) != 16:
+		return contract.SliceDigest{}, fmt.Errorf("%w: digest of slice %d of %q", participant.ErrCorrupt, slice, t.resource)
+	default:
+		d.Count = uint64(count)
+		copy(d.Hash[:], hash)
+	}
+	t.cacheDigest(&cachedDigest{d: d})
+	return d, nil
+}
+
+func (t *tx) cacheDigest(c *cachedDigest) {
+	if t.digests == nil {
+		t.digests = map[int64]*cachedDigest{}
+	}
+	t.digests[c.d.Slice] = c
+}
+
+func (t *tx) SetDigest(d contract.SliceDigest) error {
+	c, ok := t.digests[d.Slice]
+	if !ok {
+		c = &cachedDigest{}
+		t.cacheDigest(c)
+	}
+	c.d = d
+	if !c.pending {
+		c.pending = true
+		t.pendingDigests = append(t.pendingDigests, d.Slice)
+	}
+	return nil
+}
+
+func (t *tx) Clear() (int, error) {
+	if err := t.flush(); err != nil {
+		return 0, err
+	}
+	tag, err := t.q.Exec(t.ctx, `DELETE FROM cutover_records WHERE service = $1 AND resource = $2`, t.service, t.resource)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := t.q.Exec(t.ctx, `DELETE FROM cutover_digests WHERE service = $1 AND resource = $2`, t.service, t.resource); err != nil {
+		return 0, err
+	}
+	t.recs, t.digests = nil, nil
+	t.lastSeq, t.resourceDirty = 0, true
+	return int(tag.RowsAffected()), nil
+}
+
+// flush sends the buffered writes in one batch.
+func (t *tx) flush() error {
+	if t.readOnly || (len(t.pendingRecs) == 0 && len(t.pendingDigests) == 0 && !t.resourceDirty) {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, id := range t.pendingRecs {
+		c := t.recs[id]
+		c.pending = false
+		if !c.found {
+			b.Queue(`DELETE FROM cutover_records WHERE service = $1 AND resource = $2 AND id = $3`, t.service, t.resource, id)
+			continue
+		}
+		r := c.rec
+		b.Queue(`INSERT INTO cutover_records (service, resource, `+recordColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (service, resource, id) DO UPDATE SET kind = EXCLUDED.kind, version = EXCLUDED.version,
+			seq = EXCLUDED.seq, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
+			deleted = EXCLUDED.deleted, deleted_at = EXCLUDED.deleted_at, data = EXCLUDED.data, refs = EXCLUDED.refs`,
+			t.service, t.resource, r.ID, r.Kind, int64(r.Version), int64(r.Seq), r.CreatedAt, r.UpdatedAt, r.Deleted, r.DeletedAt, r.Data, r.Refs)
+	}
+	for _, slice := range t.pendingDigests {
+		c := t.digests[slice]
+		c.pending = false
+		if c.d.Count == 0 {
+			b.Queue(`DELETE FROM cutover_digests WHERE service = $1 AND resource = $2 AND slice = $3`, t.service, t.resource, slice)
+			continue
+		}
+		b.Queue(`INSERT INTO cutover_digests (service, resource, slice, count, hash) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (service, resource, slice) DO UPDATE SET count = EXCLUDED.count, hash = EXCLUDED.hash`,
+			t.service, t.resource, slice, int64(c.d.Count), c.d.Hash[:])
+	}
+	if t.resourceDirty {
+		a := t.auth
+		b.Queue(`UPDATE cutover_resources SET rev = $3, role = $4, deletes = $5, until_ms = $6, last_seq = $7 WHERE service = $1 AND resource = $2`,
+			t.service, t.resource, int64(a.Rev), string(a.Role), string(a.Deletes), a.Until, int64(t.lastSeq))
+		t.resourceDirty = false
+	}
+	t.pendingRecs, t.pendingDigests = t.pendingRecs[:0], t.pendingDigests[:0]
+	return t.q.SendBatch(t.ctx, b).Close()
+}
+
+func (t *tx) Changes(after, upto uint64, limit int) ([]contract.Record, error) {
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
+	if after >= math.MaxInt64 {
+		return nil, nil
+	}
+	hi := int64(math.MaxInt64)
+	if upto < math.MaxInt64 {
+		hi = int64(upto)
+	}
+	return t.query(`SELECT `+recordColumns+` FROM cutover_records WHERE service = $1 AND resource = $2 AND seq > $3 AND seq <= $4 ORDER BY seq LIMIT $5`,
+		t.service, t.resource, int64(after), hi, limit)
+}
+
+func (t *tx) Live(from, to, afterCreated int64, afterID string, limit int) ([]contract.Record, error) {
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
+	return t.query(`SELECT `+recordColumns+` FROM cutover_records WHERE service = $1 AND resource = $2 AND NOT deleted
+		AND created_at >= $3 AND created_at < $4 AND (created_at, id) > ($5, $6) ORDER BY created_at, id LIMIT $7`,
+		t.service, t.resource, from, to, afterCreated, afterID, limit)
+}
+
+func (t *tx) query(sql string, args ...any) ([]contract.Record, error) {
+	rows, err := t.q.Query(t.ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []contract.Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func (t *tx) Digests() ([]contract.SliceDigest, error) {
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
+	rows, err := t.q.Query(t.ctx, `SELECT slice, count, hash FROM cutover_digests WHERE service = $1 AND resource = $2 AND count > 0 ORDER BY slice`, t.service, t.resource)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []contract.SliceDigest
+	for rows.Next() {
+		var d contract.SliceDigest
+		var count int64
+		var hash []byte
+		if err := rows.Scan(&d.Slice, &count, &hash); err != nil {
+			return nil, err
+		}
+		if count < 0 || len(hash) != 16 {
+			return nil, fmt.Errorf("%w: digest of slice %d of %q", participant.ErrCorrupt, d.Slice, t.resource)
+		}
+		d.Count = uint64(count)
+		copy(d.Hash[:], hash)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
