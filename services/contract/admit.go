@@ -151,7 +151,7 @@ func Admit(rec Authority, op Op, req Authority, now time.Time) Decision {
 		case role == RoleImporting || role == RoleSecondary:
 			return refuse(Moved, "this store is %s for the resource at revision %d", role, next.Rev)
 		case role == RoleExporting && op != OpRead:
-			d.Verdict, d.RetryAfter = Locked, min(time.Duration(next.Until-now.UnixMilli())*time.Millisecond, MaxRetryAfter)
+			d.Verdict, d.RetryAfter = Locked, time.Duration(min(next.Until-now.UnixMilli(), MaxRetryAfter.Milliseconds()))*time.Millisecond
 			d.Persist, d.Next, d.Why = false, rec, fmt.Sprintf("write fence until %d", next.Until)
 			return d
 		case op == OpDelete && next.tombstones(now):

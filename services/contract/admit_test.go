@@ -1,6 +1,7 @@
 package contract_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -141,5 +142,18 @@ func TestParticipantDocHasTheTable(t *testing.T) {
 	}
 	if got != string(table) {
 		t.Fatal("docs/participant.md's admission table differs from testdata/admit.txt: copy the file between the markers")
+	}
+}
+
+// A write fence far in the future (an Until near the int64 limit) still
+// answers the capped Retry-After, never a negative one.
+func TestRetryAfterOfAFarFence(t *testing.T) {
+	now := time.Now()
+	for _, until := range []int64{math.MaxInt64, 1 << 50, now.UnixMilli() + 400} {
+		rec := contract.Authority{Rev: 4, Role: contract.RoleExporting, Until: until}
+		d := contract.Admit(rec, contract.OpCreate, contract.Authority{}, now)
+		if d.Verdict != contract.Locked || d.RetryAfter <= 0 || d.RetryAfter > contract.MaxRetryAfter {
+			t.Errorf("Until %d: %s, Retry-After %v; want locked within (0, %v]", until, d.Verdict, d.RetryAfter, contract.MaxRetryAfter)
+		}
 	}
 }
