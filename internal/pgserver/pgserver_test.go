@@ -7,12 +7,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cutover/cutover/internal/pgserver"
+	"github.com/cutover/cutover/internal/pgserver/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 func TestDatabaseKillRestart(t *testing.T) {
-	url := pgserver.Database(t)
+	url := pgtest.Database(t)
 	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -23,7 +24,7 @@ func TestDatabaseKillRestart(t *testing.T) {
 	}
 	conn.Close(ctx)
 
-	s := pgserver.Shared(t)
+	s := pgtest.Shared(t)
 	if err := s.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cutover/cutover/internal/pgserver"
+	"github.com/cutover/cutover/internal/pgserver/pgtest"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contracttest"
 	"github.com/cutover/cutover/services/participant"
@@ -74,7 +74,7 @@ func TestBrokenConformance(t *testing.T) {
 		}
 		contracttest.Run(t, func(t *testing.T) contracttest.Harness {
 			mk := func() *participant.Participant {
-				st := brokenStorage{open(t, pgserver.Database(t), "kit"), v.wrap}
+				st := brokenStorage{open(t, pgtest.Database(t), "kit"), v.wrap}
 				return participant.New("kit", st, participant.Options{})
 			}
 			src, dst := mk(), mk()
@@ -86,7 +86,7 @@ func TestBrokenConformance(t *testing.T) {
 }
 
 func TestBrokenAdaptersFail(t *testing.T) {
-	pgserver.Shared(t) // skip where the machine has no PostgreSQL
+	pgtest.Shared(t) // skip where the machine has no PostgreSQL
 	for _, v := range brokenVariants {
 		t.Run(v.name, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenConformance$", "-test.v", "-test.count=1")

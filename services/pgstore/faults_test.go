@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cutover/cutover/internal/pgserver"
+	"github.com/cutover/cutover/internal/pgserver/pgtest"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/participant"
 	"github.com/cutover/cutover/services/pgstore"
@@ -38,7 +38,7 @@ func live(id string, version uint64) contract.Record {
 
 func newKit(t *testing.T, o participant.Options) *participant.Participant {
 	t.Helper()
-	return participant.New("kit", open(t, pgserver.Database(t), "kit"), o)
+	return participant.New("kit", open(t, pgtest.Database(t), "kit"), o)
 }
 
 func TestImportBadPagesChangeNothing(t *testing.T) {
@@ -119,7 +119,7 @@ func TestImportDuplicatePageAndUnknownTombstone(t *testing.T) {
 // resumes and converges with nothing lost.
 func TestServerRestartedMidCopy(t *testing.T) {
 	ctx := t.Context()
-	srv := pgserver.Shared(t)
+	srv := pgtest.Shared(t)
 	p := newKit(t, participant.Options{})
 	if _, err := p.Import(ctx, contract.ImportRequest{Resource: res, Authority: importing(5), Reset: true, Page: page(live("a", 1), live("b", 1))}); err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestServerRestartedMidCopy(t *testing.T) {
 
 func TestSchemaMismatchRefused(t *testing.T) {
 	ctx := t.Context()
-	url := pgserver.Database(t)
+	url := pgtest.Database(t)
 	open(t, url, "kit")
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {

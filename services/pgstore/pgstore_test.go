@@ -4,13 +4,13 @@ import (
 	"os"
 	"testing"
 
-	"github.com/cutover/cutover/internal/pgserver"
+	"github.com/cutover/cutover/internal/pgserver/pgtest"
 	"github.com/cutover/cutover/services/contracttest"
 	"github.com/cutover/cutover/services/participant"
 	"github.com/cutover/cutover/services/pgstore"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // open opens a store of service on a fresh database, closed with t.
 func open(t *testing.T, url, service string) *pgstore.Store {
@@ -25,8 +25,8 @@ func open(t *testing.T, url, service string) *pgstore.Store {
 
 // kitHarness is two regions' participants, each on a database of its own.
 func kitHarness(t *testing.T) contracttest.Harness {
-	src := participant.New("kit", open(t, pgserver.Database(t), "kit"), participant.Options{})
-	dst := participant.New("kit", open(t, pgserver.Database(t), "kit"), participant.Options{})
+	src := participant.New("kit", open(t, pgtest.Database(t), "kit"), participant.Options{})
+	dst := participant.New("kit", open(t, pgtest.Database(t), "kit"), participant.Options{})
 	return contracttest.Harness{
 		Source: src, SourceUser: contracttest.KitUser(src),
 		Target: dst, TargetUser: contracttest.KitUser(dst),

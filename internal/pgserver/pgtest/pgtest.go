@@ -1,7 +1,10 @@
-package pgserver
+// Package pgtest shares one private PostgreSQL server (internal/pgserver)
+// among a package's tests, a fresh database per test.
+package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -9,25 +12,27 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cutover/cutover/internal/pgserver"
 )
 
 // shared is the server of the running test binary (Main), or why there is
 // none.
 var (
-	shared    *Server
+	shared    *pgserver.Server
 	sharedErr error
 	dbs       atomic.Int64
 )
 
 // Main starts one server for a package's tests, runs them and stops it:
 //
-//	func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 //
 // Where no PostgreSQL binaries exist the tests that need one skip with
 // that reason (Database); any other failure to start fails them.
 func Main(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	shared, sharedErr = Start(ctx, Options{})
+	shared, sharedErr = pgserver.Start(ctx, pgserver.Options{})
 	cancel()
 	code := m.Run()
 	if shared != nil {
@@ -40,17 +45,17 @@ func Main(m *testing.M) int {
 
 // Shared returns the server Main started; it skips t where the machine has
 // no PostgreSQL binaries and fails it where the server did not start.
-func Shared(t testing.TB) *Server {
+func Shared(t testing.TB) *pgserver.Server {
 	t.Helper()
 	switch {
 	case shared != nil:
 		return shared
-	case sharedErr == ErrNoBinaries:
+	case errors.Is(sharedErr, pgserver.ErrNoBinaries):
 		t.Skip(sharedErr)
 	case sharedErr != nil:
 		t.Fatal(sharedErr)
 	default:
-		t.Fatal("pgserver: Shared without pgserver.Main in TestMain")
+		t.Fatal("pgtest: Shared without pgtest.Main in TestMain")
 	}
 	return nil
 }
