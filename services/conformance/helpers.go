@@ -1,4 +1,4 @@
-package contracttest
+package conformance
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/cutover/cutover/services"
@@ -24,7 +23,7 @@ const maxPages = 100_000
 // authorities it stamps its requests with: rev grows with every change of
 // authority, as a routing document's revision does.
 type kit struct {
-	t   *testing.T
+	t   T
 	h   Harness
 	ctx context.Context
 	res string
@@ -41,24 +40,56 @@ type kit struct {
 }
 
 // newKit builds the harness for t and names its resource after name.
-func newKit(t *testing.T, factory Factory, name string) *kit {
+func newKit(t T, factory Factory, name string) *kit {
 	t.Helper()
 	h := factory(t)
 	for _, u := range []UserPath{h.SourceUser, h.TargetUser} {
 		if u.Write == nil || u.Delete == nil || u.Read == nil {
-			t.Fatalf("contracttest: the Factory returned an incomplete UserPath")
+			t.Fatalf("conformance: the Factory returned an incomplete UserPath")
 		}
 	}
 	if h.Source == nil || h.Target == nil {
-		t.Fatalf("contracttest: the Factory returned a Harness without participants")
+		t.Fatalf("conformance: the Factory returned a Harness without participants")
 	}
 	if h.Source.Service() != h.Target.Service() {
-		t.Fatalf("contracttest: source service %q and target service %q differ", h.Source.Service(), h.Target.Service())
+		t.Fatalf("conformance: source service %q and target service %q differ", h.Source.Service(), h.Target.Service())
 	}
-	k := &kit{t: t, h: h, ctx: t.Context(), res: "conv/kit-" + name, rev: 10}
+	k := &kit{t: t, h: h, ctx: t.Context(), res: h.resource(name), rev: 10}
 	k.mu.live = map[string]contract.Record{}
 	k.mu.gone = map[string]bool{}
+	k.teardown()
 	return k
+}
+
+// resource is the name of a case's resource.
+func (h Harness) resource(name string) string {
+	if h.ResourcePrefix == "" {
+		return "conv/kit-" + name
+	}
+	return h.ResourcePrefix + name
+}
+
+// teardown registers, when the Harness asks for it, the removal of what
+// the case wrote: at each participant, the resource made a secondary one
+// revision above what it holds, and cleaned up. The authority record stays
+// (a participant keeps it to refuse stale requests).
+func (k *kit) teardown() {
+	if !k.h.Teardown {
+		return
+	}
+	ctx := context.WithoutCancel(k.ctx)
+	k.t.Cleanup(func() {
+		for _, p := range []contract.Participant{k.h.Source, k.h.Target} {
+			held, err := p.Authorize(ctx, k.res, contract.Authority{})
+			if err != nil {
+				k.t.Logf("teardown: %s at %s: %v", k.res, p.Service(), err)
+				continue
+			}
+			if _, err := p.Cleanup(ctx, k.res, contract.Authority{Rev: held.Rev + 1, Role: contract.RoleSecondary}); err != nil {
+				k.t.Logf("teardown: clean %s: %v", k.res, err)
+			}
+		}
+	})
 }
 
 // hour is an Until an hour ahead.

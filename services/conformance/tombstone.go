@@ -1,8 +1,7 @@
-package contracttest
+package conformance
 
 import (
 	"slices"
-	"testing"
 
 	"github.com/cutover/cutover/services/contract"
 )
@@ -25,7 +24,7 @@ func (k *kit) checkTargetTombstone(id string) {
 // testTombstoneAfterLiveCopy is paper 001 §4.3's resurrection scenario: a
 // record copied live, then deleted at the source under the hard-delete
 // fence; the delta carries the tombstone and the target stops serving it.
-func testTombstoneAfterLiveCopy(t *testing.T, f Factory) {
+func testTombstoneAfterLiveCopy(t T, f Factory) {
 	k := newKit(t, f, "tomb")
 	ids := k.writeN("r", 4) // r000 has a ref
 	k.hardDelete()
@@ -49,7 +48,7 @@ func testTombstoneAfterLiveCopy(t *testing.T, f Factory) {
 
 // testTombstoneBeatsOlderLive: an old live copy imported after the
 // tombstone does not bring the record back (paper 001 §4.3, (A3)).
-func testTombstoneBeatsOlderLive(t *testing.T, f Factory) {
+func testTombstoneBeatsOlderLive(t T, f Factory) {
 	k := newKit(t, f, "resurrect")
 	k.writeN("r", 3)
 	k.hardDelete()
@@ -71,7 +70,7 @@ func testTombstoneBeatsOlderLive(t *testing.T, f Factory) {
 // testTombstoneStrippedAtSource: the source's tombstone already has no
 // Data and no Refs, and its refs are no longer reported as dependents
 // (paper 001 §4.3: content and PII are stripped immediately).
-func testTombstoneStrippedAtSource(t *testing.T, f Factory) {
+func testTombstoneStrippedAtSource(t T, f Factory) {
 	k := newKit(t, f, "strip")
 	k.write("r000", true)
 	k.write("r001", true)
@@ -100,7 +99,7 @@ func testTombstoneStrippedAtSource(t *testing.T, f Factory) {
 // testDependents: every ref of a live record of a page is one of the
 // page's dependents, each named once (paper 001 §5.1: dependency
 // discovery starts child migrations).
-func testDependents(t *testing.T, f Factory) {
+func testDependents(t T, f Factory) {
 	k := newKit(t, f, "deps")
 	k.writeN("r", 7) // refs on r000, r003, r006
 	for _, id := range []string{"s000", "s001"} {

@@ -1,9 +1,8 @@
-package contracttest
+package conformance
 
 import (
 	"math"
 	"slices"
-	"testing"
 
 	"github.com/cutover/cutover/services/contract"
 )
@@ -13,7 +12,7 @@ import (
 // is harmless when repeated; at a primary, or at the target of a migration
 // in flight, or under a stale authority, it removes nothing however it got
 // there (contract.Participant.Cleanup).
-func testCleanup(t *testing.T, f Factory) {
+func testCleanup(t T, f Factory) {
 	k := newKit(t, f, "cleanup")
 	k.hardDelete()
 	ids := k.writeN("r", 5)
@@ -76,7 +75,7 @@ func testCleanup(t *testing.T, f Factory) {
 
 // testEmptyResource: a resource never written exports one empty final page
 // and has no digests.
-func testEmptyResource(t *testing.T, f Factory) {
+func testEmptyResource(t T, f Factory) {
 	k := newKit(t, f, "empty")
 	k.hardDelete()
 	pages := k.export(k.h.Source, contract.ExportRequest{Resource: k.res, Mode: contract.Historical})
@@ -98,7 +97,7 @@ func testEmptyResource(t *testing.T, f Factory) {
 
 // testBadRequests: malformed requests fail with CodeInvalid and change
 // nothing at either region.
-func testBadRequests(t *testing.T, f Factory) {
+func testBadRequests(t T, f Factory) {
 	k := newKit(t, f, "bad")
 	k.writeN("r", 3)
 	k.hardDelete()

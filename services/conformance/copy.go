@@ -1,9 +1,8 @@
-package contracttest
+package conformance
 
 import (
 	"fmt"
 	"slices"
-	"testing"
 
 	"github.com/cutover/cutover/services/contract"
 )
@@ -11,13 +10,13 @@ import (
 // testHistoricalCopy: a historical export in pages of any size, imported
 // at the target, converges (paper 001 (A2), (A3)). Tombstones written
 // under the hard-delete fence before the token travel with it (§4.6).
-func testHistoricalCopy(t *testing.T, f Factory) {
+func testHistoricalCopy(t T, f Factory) {
 	for _, limit := range []int{1, 2, 7, 0} {
 		name := fmt.Sprintf("limit=%d", limit)
 		if limit == 0 {
 			name = "limit=default"
 		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(name, func(t T) {
 			k := newKit(t, f, "hist")
 			// Deleted without a fence: gone before the migration, whether the
 			// service removes it or keeps a tombstone.
@@ -69,7 +68,7 @@ func testHistoricalCopy(t *testing.T, f Factory) {
 // replaySetup writes, exports historically, changes things after the
 // token (updates, tombstones, creates) and exports the delta: the pages of
 // a whole migration, oldest first.
-func replaySetup(t *testing.T, f Factory) (*kit, []contract.Page) {
+func replaySetup(t T, f Factory) (*kit, []contract.Page) {
 	k := newKit(t, f, "replay")
 	k.hardDelete()
 	ids := k.writeN("r", 12)
@@ -88,8 +87,8 @@ func replaySetup(t *testing.T, f Factory) (*kit, []contract.Page) {
 
 // testReplayedPages: pages imported twice, or in reverse order, converge
 // (paper 001 (A3), §5.1: "replay ... converge on the same target state").
-func testReplayedPages(t *testing.T, f Factory) {
-	t.Run("twice", func(t *testing.T) {
+func testReplayedPages(t T, f Factory) {
+	t.Run("twice", func(t T) {
 		k, pages := replaySetup(t, f)
 		for i, p := range pages {
 			k.importAll([]contract.Page{p})
@@ -100,7 +99,7 @@ func testReplayedPages(t *testing.T, f Factory) {
 		}
 		k.converged()
 	})
-	t.Run("reverse", func(t *testing.T) {
+	t.Run("reverse", func(t T) {
 		k, pages := replaySetup(t, f)
 		rev := slices.Clone(pages)
 		slices.Reverse(rev)
@@ -119,7 +118,7 @@ func testReplayedPages(t *testing.T, f Factory) {
 // testDeltaFromToken: the delta from t returns every record created,
 // updated or tombstoned after t, and nothing committed before it (paper
 // 001 (A2)).
-func testDeltaFromToken(t *testing.T, f Factory) {
+func testDeltaFromToken(t T, f Factory) {
 	k := newKit(t, f, "delta")
 	k.hardDelete()
 	a := k.writeN("a", 6)
@@ -178,7 +177,7 @@ func testDeltaFromToken(t *testing.T, f Factory) {
 // export and a writer running during it, no record is lost or exported
 // twice within a pass, and the copy converges once the write fence stops
 // the writes and the delta runs (paper 001 (A2), §4.6).
-func testPageBoundaries(t *testing.T, f Factory) {
+func testPageBoundaries(t T, f Factory) {
 	k := newKit(t, f, "bounds")
 	k.hardDelete()
 	seed := k.writeN("s", 30)

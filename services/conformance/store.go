@@ -1,4 +1,4 @@
-package contracttest
+package conformance
 
 import (
 	"errors"

@@ -1,10 +1,9 @@
-package contracttest
+package conformance
 
 import (
 	"fmt"
 	"math"
 	"slices"
-	"testing"
 	"time"
 
 	"github.com/cutover/cutover/services"
@@ -18,15 +17,16 @@ import (
 // a write-fence refusal, the authority held afterwards and the records
 // (unchanged by a refusal) checked. A row whose Untils are so close that
 // the request outlived one is inconclusive and logged, not failed.
-func testAdmissionTable(t *testing.T, f Factory) {
+func testAdmissionTable(t T, f Factory) {
 	h := f(t)
 	cases, err := contract.AdmitCases(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c0 := range cases {
-		t.Run(fmt.Sprintf("line%d", c0.Line), func(t *testing.T) {
-			k := &kit{t: t, h: h, ctx: t.Context(), res: fmt.Sprintf("conv/kit-admit-%d", c0.Line)}
+		t.Run(fmt.Sprintf("line%d", c0.Line), func(t T) {
+			k := &kit{t: t, h: h, ctx: t.Context(), res: h.resource(fmt.Sprintf("admit-%d", c0.Line))}
+			k.teardown()
 			k.admissionRow(c0.Line)
 		})
 	}
@@ -140,7 +140,7 @@ func (k *kit) admissionRow(line int) {
 // checkLocked checks that a user-path error is the 423 of the write fence:
 // CodeLocked, lock "fence write", a positive Retry-After (paper 001 §4.4,
 // Table 4).
-func checkLocked(t *testing.T, what string, err error) {
+func checkLocked(t T, what string, err error) {
 	t.Helper()
 	e := services.ToError(err)
 	if e == nil || e.Code != contract.CodeLocked || e.Lock != contract.LockWriteFence {
@@ -173,7 +173,7 @@ func (k *kit) unchangedSince(tok uint64, before []contract.SliceDigest) {
 // stamped by the write lock, by the hard-delete lock before it (refused as
 // moved: resolve again), or not at all; and an authority of an earlier
 // revision (a stale replay of the hard-delete lock) does not lift it.
-func testWriteFence(t *testing.T, f Factory) {
+func testWriteFence(t T, f Factory) {
 	k := newKit(t, f, "wfence")
 	ids := k.writeN("r", 3)
 	k.hardDelete()
@@ -203,7 +203,7 @@ func testWriteFence(t *testing.T, f Factory) {
 // testWriteFenceLapses: the write fence ends at its Until without anyone
 // saying so (paper 001 Proposition 4: a crashed orchestrator cannot fence
 // writes longer than the lock), and then the source is the primary.
-func testWriteFenceLapses(t *testing.T, f Factory) {
+func testWriteFenceLapses(t T, f Factory) {
 	k := newKit(t, f, "lapse")
 	k.writeN("r", 2)
 	k.rev++
@@ -238,7 +238,7 @@ func testWriteFenceLapses(t *testing.T, f Factory) {
 // the cleanup window) is emptied by the reset that starts an attempt's
 // copy, so it keeps nothing the source no longer has; a reset under an
 // older authority than the target holds removes nothing.
-func testResetForCopy(t *testing.T, f Factory) {
+func testResetForCopy(t T, f Factory) {
 	k := newKit(t, f, "reset")
 	ids := k.writeN("r", 4)
 	k.hardDelete()
@@ -282,7 +282,7 @@ func testResetForCopy(t *testing.T, f Factory) {
 // it the primary, a rollback a secondary, a later attempt's copy started —
 // a page of the attempt that has ended changes nothing, whatever it
 // carries (no resurrection, no data where the resource never lives).
-func testLateImport(t *testing.T, f Factory) {
+func testLateImport(t T, f Factory) {
 	k := newKit(t, f, "late")
 	k.writeN("r", 3)
 	k.hardDelete()
