@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cutover/cutover/services"
@@ -61,13 +62,18 @@ func newKit(t T, factory Factory, name string) *kit {
 	return k
 }
 
-// resource is the name of a case's resource.
+// resource is the name of a case's resource. Under a ResourcePrefix (one
+// participant shared by every case) each kit gets a resource of its own:
+// sub-cases of one name must not meet each other's authority.
 func (h Harness) resource(name string) string {
 	if h.ResourcePrefix == "" {
 		return "conv/kit-" + name
 	}
-	return h.ResourcePrefix + name
+	return fmt.Sprintf("%s%s-%d", h.ResourcePrefix, name, kits.Add(1))
 }
+
+// kits numbers the kits of a process.
+var kits atomic.Int64
 
 // teardown registers, when the Harness asks for it, the removal of what
 // the case wrote: at each participant, the resource made a secondary one

@@ -135,10 +135,7 @@ func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region st
 	}
 	s.svc = svc
 	g := svc.AddGroup(groupSubject(region, service))
-	for _, ep := range []struct {
-		op string
-		h  handlerFunc
-	}{
+	eps := []endpoint{
 		{OpAuthority, s.authorize},
 		{OpExport, s.export},
 		{OpImport, s.importPage},
@@ -147,7 +144,11 @@ func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region st
 		{OpCleanup, s.cleanup},
 		{OpRepair, s.repair},
 		{OpCheckpoint, s.checkpoint},
-	} {
+	}
+	if opts.Harness != nil {
+		eps = append(eps, s.harnessEndpoints(opts.Harness)...)
+	}
+	for _, ep := range eps {
 		if err := g.AddEndpoint(ep.op, s.handler(ep.h)); err != nil {
 			_ = svc.Stop()
 			s.cancelBase()
@@ -212,6 +213,12 @@ func (s *Server) pagesStream(ctx context.Context) (jetstream.Stream, error) {
 	s.mu.pages = st
 	s.mu.Unlock()
 	return st, nil
+}
+
+// endpoint is one operation's handler.
+type endpoint struct {
+	op string
+	h  handlerFunc
 }
 
 // handlerFunc handles one decoded request body and returns the value to

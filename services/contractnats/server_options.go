@@ -3,6 +3,8 @@ package contractnats
 import (
 	"fmt"
 	"time"
+
+	"github.com/cutover/cutover/services/conformance"
 )
 
 // Server defaults applied by ServeOptions.EnsureDefaults.
@@ -50,6 +52,10 @@ type ServeOptions struct {
 	// publish is accepted only if it verifies. nil signs nothing
 	// (development); a Client with Keys then refuses the replies.
 	Key []byte
+	// Harness, in test mode only, serves the participant's user path
+	// through the harness endpoints (HarnessOps) for `cutover
+	// conformance`. nil (production) serves none.
+	Harness *conformance.UserPath
 }
 
 // EnsureDefaults fills the zero fields of o, except Checkpoints, which Serve
@@ -88,6 +94,8 @@ func (o *ServeOptions) Validate() error {
 		return fmt.Errorf("%w: negative MaxConcurrent", ErrInvalidOptions)
 	case o.Key != nil && len(o.Key) < 16:
 		return fmt.Errorf("%w: a contract key of %d bytes (RegionKey gives 32)", ErrInvalidOptions, len(o.Key))
+	case o.Harness != nil && (o.Harness.Write == nil || o.Harness.Delete == nil || o.Harness.Read == nil):
+		return fmt.Errorf("%w: a Harness without Write, Delete or Read", ErrInvalidOptions)
 	}
 	return nil
 }
