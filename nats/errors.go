@@ -15,13 +15,13 @@ var (
 	ErrUnavailable    = natsclient.ErrUnavailable
 	ErrNotMirror      = natsclient.ErrNotMirror
 	ErrInvalidName    = natsclient.ErrInvalidName
+	// ErrInvalidOptions is returned when options are inconsistent or out of
+	// range (for example a non-loopback host, or routing replicas above
+	// MaxReplicas).
+	ErrInvalidOptions = natsclient.ErrInvalidOptions
 )
 
 var (
-	// ErrInvalidOptions is returned when server or cluster options are
-	// inconsistent (for example a non-loopback host).
-	ErrInvalidOptions = errors.New("cnats: invalid options")
-
 	// ErrClosed is returned by Restart after Shutdown removed the server's
 	// temporary store: there is nothing left to restart from.
 	ErrClosed = errors.New("cnats: server closed")

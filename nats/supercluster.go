@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cutover/cutover/nats/natsclient"
 )
 
 // DefaultRegions are the regions of a supercluster whose options name none.
@@ -255,10 +257,6 @@ func (sc *Supercluster) eachLink(f func(i, j int, p *Proxy)) {
 	}
 }
 
-// InRegion is the JetStream placement of a stream in region's cluster.
-func InRegion(region string) *jetstream.Placement {
-	if region == "" {
-		return nil
-	}
-	return &jetstream.Placement{Cluster: region}
-}
+// InRegion is the JetStream placement of a stream in region's cluster
+// (natsclient.InRegion).
+func InRegion(region string) *jetstream.Placement { return natsclient.InRegion(region) }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natsclient"
 	"github.com/cutover/cutover/orchestrator/approval"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/nats-io/nats.go"
@@ -210,8 +210,8 @@ func (w *Worker) authorisedBefore(ctx context.Context, res kvrouting.Resource, a
 		owner, _, err := w.claimOf(ctx, res, who.ids[0])
 		return owner == aid, err
 	}
-	_, _, err := cnats.LeaderGetLast(ctx, w.nc, events.IndexStream, events.IndexSubject(res.Key(), aid))
-	if errors.Is(err, cnats.ErrNotFound) {
+	_, _, err := natsclient.LeaderGetLast(ctx, w.nc, events.IndexStream, events.IndexSubject(res.Key(), aid))
+	if errors.Is(err, natsclient.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil, err
@@ -269,7 +269,7 @@ func (w *Worker) forceRelease(ctx context.Context, env *events.Envelope, b event
 func (w *Worker) clearFence(ctx context.Context, env *events.Envelope, b events.FenceClear) error {
 	c := adminCommand{env: env, typ: events.TypeFenceClear, resource: b.Resource, region: b.Region, approvers: b.Approvers, approvals: b.Approvals, reason: b.Reason}
 	return w.runAdmin(ctx, c, func(ctx context.Context, res kvrouting.Resource, aid string) (events.Body, error) {
-		if err := cnats.ValidateRegion(b.Region); err != nil || strings.ToLower(b.Region) != b.Region {
+		if err := natsclient.ValidateRegion(b.Region); err != nil || strings.ToLower(b.Region) != b.Region {
 			return nil, refuse(events.RefusedInvalid, "region %q is not a region name", b.Region)
 		}
 		q := approval.Request{Operation: approval.OpFenceClear, Resource: res.String(), Region: b.Region, Reason: b.Reason}

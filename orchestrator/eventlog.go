@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
-	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natsclient"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -19,13 +19,13 @@ import (
 // last message on its event subject (only the stream leader answers it), and
 // returns the state with that message's stream sequence: the expected last
 // subject sequence of the next append. Errors: ErrNotFound, events decode
-// errors, cnats.ErrUnavailable. Safe for concurrent use.
+// errors, natsclient.ErrUnavailable. Safe for concurrent use.
 func Load(ctx context.Context, nc *nats.Conn, migrationID string) (*events.State, uint64, error) {
 	if !events.ValidID(migrationID) {
 		return nil, 0, fmt.Errorf("%w: migration id %q", ErrInvalid, migrationID)
 	}
-	data, seq, err := cnats.LeaderGetLast(ctx, nc, events.EventStream, events.EventSubject(migrationID))
-	if errors.Is(err, cnats.ErrNotFound) {
+	data, seq, err := natsclient.LeaderGetLast(ctx, nc, events.EventStream, events.EventSubject(migrationID))
+	if errors.Is(err, natsclient.ErrNotFound) {
 		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, migrationID)
 	}
 	if err != nil {

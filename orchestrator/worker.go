@@ -10,7 +10,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natsclient"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/run"
@@ -115,7 +115,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// answer is "not yet" (a cluster restarting after a crash); any other
 	// error stops the worker, and its process (internal/system).
 	var cmds, work jetstream.Consumer
-	err := cnats.RetryIdempotent(ctx, func(ctx context.Context) (err error) {
+	err := natsclient.RetryIdempotent(ctx, func(ctx context.Context) (err error) {
 		cmds, err = w.js.CreateOrUpdateConsumer(ctx, events.CommandStream, jetstream.ConsumerConfig{
 			Durable: CommandConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: w.cfg.AckWait, MaxDeliver: -1,
 		})
@@ -127,7 +127,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("orchestrator: command consumer: %w", err)
 	}
-	err = cnats.RetryIdempotent(ctx, func(ctx context.Context) (err error) {
+	err = natsclient.RetryIdempotent(ctx, func(ctx context.Context) (err error) {
 		work, err = w.js.CreateOrUpdateConsumer(ctx, events.WorkStream, jetstream.ConsumerConfig{
 			Durable: WorkConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: w.cfg.AckWait, MaxDeliver: -1,
 			MaxAckPending: 100_000,

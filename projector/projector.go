@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
-	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natsclient"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -80,7 +80,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	defer stop()
 	// Retried while the answer is "not yet" (a cluster still forming).
 	var c jetstream.Consumer
-	err := cnats.RetryIdempotent(ctx, func(ctx context.Context) (err error) {
+	err := natsclient.RetryIdempotent(ctx, func(ctx context.Context) (err error) {
 		c, err = p.js.OrderedConsumer(ctx, events.EventStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 		return err
 	})

@@ -42,16 +42,17 @@ func TestBinaryDoesNotLinkTesting(t *testing.T) {
 	}
 }
 
-// TestLibrariesDoNotLinkTheServer guards issue 17 #6: the packages a
-// downstream service imports — the routing library, the SDK, the event
-// types, the contract — build without nats-server (the embedded servers
-// live in package nats; the client side in nats/natsclient).
+// TestLibrariesDoNotLinkTheServer: the packages a downstream service
+// imports — the routing library, the SDK, the event types, the contract,
+// the orchestrator client, the projector, the NATS contract transport —
+// build without nats-server (the embedded servers live in package nats;
+// the client side in nats/natsclient).
 func TestLibrariesDoNotLinkTheServer(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go not on PATH")
 	}
-	for _, pkg := range []string{"../../kvrouting", "../../services/client", "../../events", "../../services/contract", "../../services/participant", "../../services/pgstore", "../../nats/natsclient"} {
+	for _, pkg := range []string{"../../kvrouting", "../../services/client", "../../events", "../../services/contract", "../../services/participant", "../../services/pgstore", "../../nats/natsclient", "../../orchestrator", "../../projector", "../../services/contractnats"} {
 		out, err := exec.Command(gobin, "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", pkg, err)

@@ -31,6 +31,11 @@ var (
 	// ErrInvalidName is returned for a region, stream or subject that cannot
 	// be used in a JetStream name or subject.
 	ErrInvalidName = errors.New("cnats: invalid name")
+
+	// ErrInvalidOptions is returned when options are inconsistent or out of
+	// range (for example a routing replica count above MaxReplicas; package
+	// cnats returns it for server and cluster options too).
+	ErrInvalidOptions = errors.New("cnats: invalid options")
 )
 
 // JetStream API error codes the client maps onto its sentinels (the

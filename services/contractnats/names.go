@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/nats/natsclient"
 	"github.com/cutover/cutover/services/contract"
 )
 
@@ -62,7 +62,7 @@ const (
 // ValidateService reports whether name can name a service: 1 to 64 of
 // A-Z a-z 0-9 '-' '_', so that it is one NATS subject token and cannot
 // collide with the '/' separators of a Nats-Msg-Id (regions follow
-// cnats.ValidateRegion, the same rule). It returns an error wrapping
+// natsclient.ValidateRegion, the same rule). It returns an error wrapping
 // ErrInvalidName.
 func ValidateService(name string) error { return validateToken("service", name, maxServiceLen) }
 
@@ -84,9 +84,9 @@ func validateToken(what, name string, maxLen int) error {
 	return nil
 }
 
-// validateRegion wraps cnats.ValidateRegion into ErrInvalidName.
+// validateRegion wraps natsclient.ValidateRegion into ErrInvalidName.
 func validateRegion(region string) error {
-	if err := cnats.ValidateRegion(region); err != nil {
+	if err := natsclient.ValidateRegion(region); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidName, err)
 	}
 	return nil
