@@ -6,6 +6,7 @@ import (
 
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/participant"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -28,9 +29,10 @@ func ToError(err error) *contract.Error {
 	switch {
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, kvrouting.ErrInvalid), errors.Is(err, store.ErrFormat):
 		return &contract.Error{Code: contract.CodeInvalid, Message: err.Error()}
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, kvrouting.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, kvrouting.ErrNotFound), errors.Is(err, participant.ErrNotFound):
 		return &contract.Error{Code: contract.CodeNotFound, Message: err.Error()}
 	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrDeleted), errors.Is(err, kvrouting.ErrConflict),
+		errors.Is(err, participant.ErrExists), errors.Is(err, participant.ErrDeleted),
 		errors.Is(err, kvrouting.ErrExists), errors.Is(err, kvrouting.ErrTokenMismatch), errors.Is(err, kvrouting.ErrIllegalTransition):
 		return &contract.Error{Code: contract.CodeConflict, Message: err.Error()}
 	case errors.Is(err, kvrouting.ErrUnavailable):

@@ -17,7 +17,7 @@ func init() {
 
 // runDemo is `cutover demo`, the main job (`make demo`; internal/demo).
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", "demo [--conversations N] [--cluster 1|3] [--supercluster [--wan rtt=80ms,mbps=200]] [--clients N] [--raw-clients N] [--convergence fence|ttl] [--resolver-ttl D] [--queue-writes D] [--json FILE]", stdout)
+	fs := newFlags("demo", "demo [--conversations N] [--cluster 1|3] [--supercluster [--wan rtt=80ms,mbps=200]] [--clients N] [--raw-clients N] [--convergence fence|ttl] [--resolver-ttl D] [--queue-writes D] [--postgres [URL]] [--json FILE]", stdout)
 	var o demo.Options
 	var jsonFile string
 	fs.IntVar(&o.Conversations, "conversations", 200, "conversations to seed and migrate (54% ~10 messages, 39% ~80, 7% ~4,000)")
@@ -30,9 +30,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&o.Convergence, "convergence", "fence", "Phase 1's wait: fence (no cache waited for; the stores' fences stand in) or ttl (every routing cache expires first, the paper's wait)")
 	fs.DurationVar(&o.ResolverTTL, "resolver-ttl", 0, "TTL of the services' routing caches (0: the default tiers, 250ms and 500ms)")
 	fs.IntVar(&o.RawClients, "raw-clients", 0, "plain HTTP clients that post and never retry (raw.* in the report)")
+	fs.Var(postgresFlag{&o.Postgres}, "postgres", "keep the messages service in PostgreSQL (the participant kit) while the other services stay on Pebble: a URL, or nothing for a private server from the machine's binaries")
 	queue := addQueueFlags(fs)
 	checkWAN := wanFlags(fs, &o.Supercluster, &o.WAN)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, joinPostgresURL(args)); err != nil {
 		return err
 	}
 	if err := checkWAN(); err != nil {

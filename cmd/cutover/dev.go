@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/cutover/cutover/internal/pgserver"
 	"github.com/cutover/cutover/internal/system"
 	cnats "github.com/cutover/cutover/nats"
 )
@@ -16,13 +17,14 @@ func init() {
 }
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("dev", "dev [--http ADDR] [--dashboard ADDR] [--data DIR] [--regions a,b] [--cluster 1|3] [--supercluster [--wan SPEC]] [--nats-port N] [--queue-writes D]", stdout)
+	fs := newFlags("dev", "dev [--http ADDR] [--dashboard ADDR] [--data DIR] [--regions a,b] [--cluster 1|3] [--supercluster [--wan SPEC]] [--nats-port N] [--queue-writes D] [--postgres URL]", stdout)
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the HTTP API")
 	data := fs.String("data", "", "data directory (NATS store and Pebble stores); empty = a temporary directory")
 	regions := fs.String("regions", "us-east,eu-west", "regions, comma separated; the first is the write region")
 	cluster := fs.Int("cluster", 1, "embedded JetStream nodes (1, or 3 for an R3 cluster)")
 	natsPort := fs.Int("nats-port", 4222, "client port of the embedded NATS server (0 = any free port)")
 	dashboard := fs.String("dashboard", "127.0.0.1:8081", "address of the operator dashboard and the projector's read models (/v1/migrations, /v1/tenants/{id})")
+	pg := fs.String("postgres", "", "PostgreSQL URL: keep every region's messages there (the participant kit) while the other services stay on Pebble")
 	queue := addQueueFlags(fs)
 	var sc bool
 	var wan cnats.WAN
@@ -36,10 +38,13 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := checkListenAddr("dashboard", *dashboard); err != nil {
 		return err
 	}
+	if *pg != "" && !isPostgresURL(*pg) {
+		return fmt.Errorf("%w: --postgres %q: want a postgres:// or postgresql:// URL", errUsage, *pg)
+	}
 	// Everything in one process on loopback: development identities (the
 	// roles' --insecure-dev-auth), said so in the banner.
 	scfg := system.Config{Regions: splitList(*regions), HTTPAddr: *httpAddr, Cluster: *cluster, NATSPort: *natsPort, DashboardAddr: *dashboard,
-		Supercluster: sc, WAN: wan, InsecureDevAuth: true, ServiceSecret: os.Getenv(serviceSecretEnv)}
+		Supercluster: sc, WAN: wan, InsecureDevAuth: true, ServiceSecret: os.Getenv(serviceSecretEnv), Postgres: *pg}
 	if err := queue.apply(&scfg); err != nil {
 		return err
 	}
@@ -69,6 +74,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintln(stdout, "            two-person commands (lock force-release, fence clear) approved by unsigned names")
 	fmt.Fprintf(stdout, "            /metrics: -H 'Authorization: Bearer svc:validator:%s' (this run's random service secret)\n", cfg.ServiceSecret)
 	fmt.Fprintf(stdout, "  data      %s\n", dir)
+	if *pg != "" {
+		fmt.Fprintf(stdout, "  messages  PostgreSQL %s (the participant kit); the other services on Pebble\n", pgserver.Redact(*pg))
+	}
 	fmt.Fprintln(stdout, "Ctrl-C to stop.")
 	select {
 	case <-ctx.Done():

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cutover/cutover/internal/demo"
 	"github.com/cutover/cutover/internal/ops"
 	"github.com/cutover/cutover/internal/system"
 	cnats "github.com/cutover/cutover/nats"
@@ -135,4 +136,49 @@ func wanFlags(fs *flag.FlagSet, supercluster *bool, wan *cnats.WAN) func() error
 		*wan = w
 		return nil
 	}
+}
+
+// postgresFlag is --postgres [URL]: given alone it asks for a private
+// PostgreSQL server (demo.PrivatePostgres); with a URL (--postgres=URL, or
+// --postgres URL: joinPostgresURL) it names a database.
+type postgresFlag struct{ v *string }
+
+func (f postgresFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return *f.v
+}
+
+func (f postgresFlag) Set(s string) error {
+	if s == "true" {
+		s = demo.PrivatePostgres
+	}
+	if s != demo.PrivatePostgres && !isPostgresURL(s) {
+		return fmt.Errorf("--postgres %q: want a postgres:// or postgresql:// URL, or nothing for a private server", s)
+	}
+	*f.v = s
+	return nil
+}
+
+func (postgresFlag) IsBoolFlag() bool { return true }
+
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// joinPostgresURL turns "--postgres URL" into "--postgres=URL", so that
+// the flag's optional value may follow it as a separate argument.
+func joinPostgresURL(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if (a == "--postgres" || a == "-postgres") && i+1 < len(args) && isPostgresURL(args[i+1]) {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }

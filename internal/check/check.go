@@ -15,7 +15,6 @@ import (
 	"github.com/cutover/cutover/services/chat"
 	"github.com/cutover/cutover/services/client"
 	"github.com/cutover/cutover/services/contract"
-	"github.com/cutover/cutover/services/store"
 )
 
 // Config is what one check looks at. Ledger, Convs, Reader and Routing are
@@ -99,6 +98,14 @@ type Stamps func(ctx context.Context, region, resource string) ([]Stamp, error)
 // service).
 type Authorities func(ctx context.Context, region, resource string) ([]contract.Authority, error)
 
+// inspector is what the chat services' participants give a checker,
+// whatever their storage (Pebble or the participant kit): the authority
+// record held and every record with the tombstones.
+type inspector interface {
+	Held(ctx context.Context, resource string) (contract.Authority, error)
+	Records(ctx context.Context, resource string) ([]contract.Record, error)
+}
+
 // RegionAuthorities reads authority records from the stores of regions'
 // conversation services.
 func RegionAuthorities(regions map[string]*chat.Region) Authorities {
@@ -109,11 +116,11 @@ func RegionAuthorities(regions map[string]*chat.Region) Authorities {
 		}
 		var out []contract.Authority
 		for _, p := range reg.ParticipantsFor(chat.KindConversation) {
-			sp, ok := p.(interface{ Store() *store.Store })
-			if !ok || sp.Store() == nil {
+			in, ok := p.(inspector)
+			if !ok {
 				continue
 			}
-			a, err := sp.Store().Authority(resource)
+			a, err := in.Held(ctx, resource)
 			if err != nil {
 				return nil, err
 			}
@@ -133,20 +140,16 @@ func RegionStamps(regions map[string]*chat.Region) Stamps {
 		}
 		var out []Stamp
 		for _, p := range reg.ParticipantsFor(chat.KindConversation) {
-			sp, ok := p.(interface{ Store() *store.Store })
-			if !ok || sp.Store() == nil {
+			in, ok := p.(inspector)
+			if !ok {
 				continue
 			}
-			for after, more := uint64(0), true; more; {
-				var recs []store.Record
-				var err error
-				recs, after, more, err = sp.Store().Changes(resource, after, 0, 10_000)
-				if err != nil {
-					return nil, err
-				}
-				for _, r := range recs {
-					out = append(out, Stamp{ID: r.ID, UpdatedAt: r.UpdatedAt, DeletedAt: r.DeletedAt})
-				}
+			recs, err := in.Records(ctx, resource)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range recs {
+				out = append(out, Stamp{ID: r.ID, UpdatedAt: r.UpdatedAt, DeletedAt: r.DeletedAt})
 			}
 		}
 		return out, nil

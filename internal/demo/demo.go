@@ -16,6 +16,7 @@ import (
 	"github.com/cutover/cutover/bench"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/check"
+	"github.com/cutover/cutover/internal/pgserver"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
 	cnats "github.com/cutover/cutover/nats"
@@ -47,7 +48,15 @@ type Options struct {
 	// gateway link shaped by WAN (system.Config.Supercluster).
 	Supercluster bool
 	WAN          cnats.WAN
+	// Postgres keeps the messages service of every region in PostgreSQL
+	// (system.Config.Postgres) while the other services stay on Pebble:
+	// a URL, or PrivatePostgres to start a private server from the
+	// machine's binaries (internal/pgserver, fsync on) for the run.
+	Postgres string
 }
+
+// PrivatePostgres asks Run for a private PostgreSQL server.
+const PrivatePostgres = "private"
 
 // Run runs the demo, printing progress to stdout (milestones) and stderr
 // (counters), and returns its report; the caller prints it and fails on
@@ -63,6 +72,19 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	cfg.QueueWrites, cfg.QueueMax = o.QueueWrites, o.QueueMax
 	if o.ResolverTTL > 0 {
 		cfg.Tiers = []time.Duration{o.ResolverTTL}
+	}
+	pgWhere := ""
+	switch o.Postgres {
+	case "":
+	case PrivatePostgres:
+		srv, err := pgserver.Start(ctx, pgserver.Options{Durable: true})
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = srv.Stop() }()
+		cfg.Postgres, pgWhere = srv.URL(), "a private PostgreSQL server at "+srv.Addr()+" (fsync on)"
+	default:
+		cfg.Postgres, pgWhere = o.Postgres, "PostgreSQL at "+pgserver.Redact(o.Postgres)
 	}
 	sys, err := system.Start(ctx, cfg)
 	if err != nil {
@@ -82,6 +104,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	rep.Setup.Durability = "JetStream sync_interval always; Pebble fsync per commit"
 	if o.Cluster > 1 {
 		rep.Setup.Durability = "JetStream R3, sync_interval always; Pebble fsync per commit"
+	}
+	if pgWhere != "" {
+		rep.Setup.MessagesStore = "PostgreSQL (participant kit, services/pgstore); the other services on Pebble"
+		rep.Setup.Durability += "; PostgreSQL synchronous commit"
+		say("  messages: %s; conversations, reactions, readstate and media on Pebble", pgWhere)
 	}
 	if o.Supercluster {
 		rep.Setup.Topology = fmt.Sprintf("supercluster: %d cluster(s) of %d node(s), gateways through WAN proxies", len(sys.Config.Regions), o.Cluster)

@@ -25,6 +25,9 @@ type Report struct {
 		// QueueWritesMs is how long the API parks a write behind a lock
 		// (0: no queueing).
 		QueueWritesMs float64 `json:"queue_writes_ms"`
+		// Messages says where the messages service keeps its records when
+		// not on Pebble (--postgres).
+		MessagesStore string `json:"messages_store,omitempty"`
 		// Topology and WAN are set with --supercluster only.
 		Topology string `json:"topology,omitempty"`
 		WAN      string `json:"wan,omitempty"`

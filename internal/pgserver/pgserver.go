@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -239,6 +240,19 @@ func (s *Server) URL() string { return s.DatabaseURL("postgres") }
 // DatabaseURL is the connection URL of the database name.
 func (s *Server) DatabaseURL(name string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, name)
+}
+
+// Addr is the server's loopback address ("127.0.0.1:port").
+func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
+
+// Redact is url with its password, if any, replaced by "xxxxx" (for
+// logs and reports).
+func Redact(url string) string {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // CreateDatabase creates the database name (a fresh one per test) and

@@ -134,6 +134,12 @@ type Config struct {
 	// WorkerOptions are given to every worker (bench baselines only:
 	// bench.FencePolicy, orchestrator.WithoutHolderCache).
 	WorkerOptions []orchestrator.WorkerOption
+	// Postgres, when set, is a PostgreSQL URL: every region's messages
+	// service keeps its records there through the participant kit
+	// (services/pgstore; rows keyed "messages@<region>") while the other
+	// services stay on Pebble, so one conversation spans both kinds of
+	// store.
+	Postgres string
 	// StoreFS, if set, wraps the filesystem of every service store (chaos:
 	// a filesystem whose fsyncs are sometimes slow).
 	StoreFS func(vfs.FS) vfs.FS

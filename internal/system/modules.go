@@ -15,7 +15,9 @@ import (
 	"github.com/cutover/cutover/projector"
 	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/services/chat/messages"
 	"github.com/cutover/cutover/services/contractnats"
+	"github.com/cutover/cutover/services/pgstore"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/fx"
@@ -313,16 +315,34 @@ func provideLocker(cfg *Config, st *kvrouting.Store, rs Resolvers) (*kvrouting.L
 
 func provideRegions(lc fx.Lifecycle, cfg *Config) (Regions, error) {
 	out := Regions{}
+	var pgs []*pgstore.Store
+	closeAll := func() {
+		for _, o := range out {
+			_ = o.Close()
+		}
+		for _, pg := range pgs {
+			pg.Close()
+		}
+	}
 	for _, r := range cfg.Regions {
 		opts := chat.RegionOptions{Name: r, InMemory: cfg.InMemory || cfg.DataDir == "", WrapFS: cfg.StoreFS}
 		if !opts.InMemory {
 			opts.Dir = filepath.Join(cfg.DataDir, "regions", r)
 		}
+		if cfg.Postgres != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			pg, err := pgstore.Open(ctx, cfg.Postgres, pgstore.Options{Service: messages.ServiceName + "@" + r})
+			cancel()
+			if err != nil {
+				closeAll()
+				return nil, fmt.Errorf("region %s: messages on PostgreSQL: %w", r, err)
+			}
+			pgs = append(pgs, pg)
+			opts.MessagesStorage = pg
+		}
 		reg, err := chat.OpenRegion(opts)
 		if err != nil {
-			for _, o := range out {
-				_ = o.Close()
-			}
+			closeAll()
 			return nil, err
 		}
 		out[r] = reg
@@ -331,6 +351,9 @@ func provideRegions(lc fx.Lifecycle, cfg *Config) (Regions, error) {
 		var errs []error
 		for _, r := range out {
 			errs = append(errs, r.Close())
+		}
+		for _, pg := range pgs {
+			pg.Close()
 		}
 		return errors.Join(errs...)
 	}))

@@ -29,6 +29,7 @@ import (
 	"github.com/cutover/cutover/services/chat/reactions"
 	"github.com/cutover/cutover/services/chat/readstate"
 	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/participant"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -79,6 +80,12 @@ type RegionOptions struct {
 	MaxMediaBytes int
 	// WrapFS, if set, wraps each store's filesystem (fault injection).
 	WrapFS func(vfs.FS) vfs.FS
+	// MessagesStorage, when set, keeps the messages service's records
+	// there, through the participant kit (services/participant; e.g.
+	// services/pgstore, PostgreSQL) instead of a Pebble store: one
+	// resource then spans two kinds of store, and migrates across both.
+	// The region does not own it.
+	MessagesStorage participant.Storage
 }
 
 // Region is one region's chat services. Safe for concurrent use; Close once
@@ -136,6 +143,9 @@ func OpenRegion(opts RegionOptions) (*Region, error) {
 	}
 	var sts [5]*store.Store
 	for i, name := range ServiceNames {
+		if name == messages.ServiceName && opts.MessagesStorage != nil {
+			continue
+		}
 		st, err := open(name)
 		if err != nil {
 			_ = r.Close()
@@ -144,7 +154,12 @@ func OpenRegion(opts RegionOptions) (*Region, error) {
 		sts[i] = st
 	}
 	r.conversations = conversations.New(sts[0], conversations.Options{Clock: opts.Clock})
-	r.messages = messages.New(sts[1], messages.Options{Clock: opts.Clock})
+	if opts.MessagesStorage != nil {
+		kit := participant.New(messages.ServiceName, opts.MessagesStorage, participant.Options{SliceWidth: opts.SliceWidth, Now: opts.Clock})
+		r.messages = messages.NewKit(kit, messages.Options{Clock: opts.Clock})
+	} else {
+		r.messages = messages.New(sts[1], messages.Options{Clock: opts.Clock})
+	}
 	r.reactions = reactions.New(sts[2], reactions.Options{Clock: opts.Clock})
 	r.readstate = readstate.New(sts[3], readstate.Options{Clock: opts.Clock})
 	r.media = media.New(sts[4], media.Options{Clock: opts.Clock, MaxBytes: opts.MaxMediaBytes})

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/participant"
@@ -17,20 +18,29 @@ func KitUser(p *participant.Participant) UserPath {
 		Write: func(resource, id string, data []byte, refs []string, a contract.Authority) (contract.Record, error) {
 			rec := contract.Record{ID: id, Kind: "note", Data: data, Refs: refs}
 			got, err := p.Put(ctx, resource, rec, true, a)
-			if codeOf(err) == contract.CodeConflict && got.ID != "" { // live: update it
+			if errors.Is(err, participant.ErrExists) { // live: update it
 				got, err = p.Put(ctx, resource, rec, false, a)
 			}
-			return got, err
+			return got, toError(err)
 		},
 		Delete: func(resource, id string, a contract.Authority) (bool, error) {
-			return p.Delete(ctx, resource, id, false, a)
+			ts, err := p.Delete(ctx, resource, id, false, a)
+			return ts, toError(err)
 		},
 		Read: func(resource, id string, a contract.Authority) (contract.Record, bool, error) {
 			rec, err := p.Get(ctx, resource, id, a)
-			if codeOf(err) == contract.CodeNotFound {
+			if errors.Is(err, participant.ErrNotFound) {
 				return contract.Record{}, false, nil
 			}
-			return rec, err == nil, err
+			return rec, err == nil, toError(err)
 		},
 	}
+}
+
+// toError is participant.ToError as an error (nil stays nil).
+func toError(err error) error {
+	if e := participant.ToError(err); e != nil {
+		return e
+	}
+	return nil
 }

@@ -66,7 +66,8 @@ func (p *Participant) Service() string { return p.service }
 // contract.CodeUnavailable: retriable, and nothing was changed.
 var ErrCorrupt = errors.New("participant: corrupt data")
 
-// fail turns any error into the *contract.Error crossing the contract.
+// fail turns a storage error into the *contract.Error crossing the
+// contract; the user path's sentinels pass as they are.
 func fail(err error) error {
 	if err == nil {
 		return nil
@@ -75,6 +76,8 @@ func fail(err error) error {
 	switch {
 	case errors.As(err, &ce):
 		return ce
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrExists), errors.Is(err, ErrDeleted):
+		return err // the user path's own outcomes
 	case errors.Is(err, ErrCorrupt):
 		return &contract.Error{Code: contract.CodeInternal, Message: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -2,6 +2,7 @@ package participant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,13 +22,14 @@ import (
 // rec.CreatedAt is 0 (an update keeps the stored CreatedAt and, when
 // rec.Kind is empty, the stored Kind). It returns the record as stored.
 //
-// Errors (*contract.Error): CodeMoved, CodeLocked (the write fence, with
-// its Retry-After); CodeInvalid (bad resource, id, kind, refs, a negative
-// CreatedAt, rec.Deleted set); CodeConflict for a create of a live id (the
-// stored record is returned with it, so a retried post can compare) or of
-// a deleted one (never resurrected, paper 001 §4.3); CodeNotFound for an
-// update of a missing or deleted id; CodeUnavailable when the storage
-// failed (nothing written).
+// Errors: ErrExists (wrapped) for a create of a live id, with the stored
+// record, so a retried post can compare; ErrDeleted for a create of a
+// deleted id (never resurrected, paper 001 §4.3); ErrNotFound for an
+// update of a missing or deleted id; otherwise *contract.Error: CodeLocked
+// (lock "moved", or "fence write" with its Retry-After), CodeInvalid (bad
+// resource, id, kind, refs, a negative time, rec.Deleted set),
+// CodeUnavailable when the storage failed (nothing written). ToError maps
+// them all to the contract's codes.
 func (p *Participant) Put(ctx context.Context, resource string, rec contract.Record, create bool, a contract.Authority) (contract.Record, error) {
 	if err := p.validRecord(&rec); err != nil {
 		return contract.Record{}, err
@@ -54,17 +56,17 @@ func (p *Participant) Put(ctx context.Context, resource string, rec contract.Rec
 		next := contract.Record{ID: rec.ID, Kind: rec.Kind, CreatedAt: rec.CreatedAt, UpdatedAt: now, Data: rec.Data, Refs: rec.Refs}
 		switch {
 		case create && found && old.Deleted:
-			return contract.Errorf(contract.CodeConflict, "record %q deleted", rec.ID)
+			return fmt.Errorf("%w: %q", ErrDeleted, rec.ID)
 		case create && found:
 			existing = &old
-			return contract.Errorf(contract.CodeConflict, "record %q exists", rec.ID)
+			return fmt.Errorf("%w: %q", ErrExists, rec.ID)
 		case create:
 			next.Version = 1
 			if next.CreatedAt == 0 {
 				next.CreatedAt = now
 			}
 		case !found || old.Deleted:
-			return contract.Errorf(contract.CodeNotFound, "record %q not found", rec.ID)
+			return fmt.Errorf("%w: %q", ErrNotFound, rec.ID)
 		default:
 			next.Version = old.Version + 1
 			next.CreatedAt = old.CreatedAt
@@ -90,7 +92,7 @@ func (p *Participant) Put(ctx context.Context, resource string, rec contract.Rec
 // deleted ids reserved), it writes a tombstone (Data and Refs stripped,
 // Version+1, a new Seq, DeletedAt now) that the delta export carries;
 // otherwise the record is removed. tombstoned reports that admission
-// demanded the tombstone. Errors: as Put's; CodeNotFound for a missing or
+// demanded the tombstone. Errors: as Put's; ErrNotFound for a missing or
 // deleted id.
 func (p *Participant) Delete(ctx context.Context, resource, id string, keepID bool, a contract.Authority) (tombstoned bool, err error) {
 	if err := validID(id); err != nil {
@@ -107,7 +109,7 @@ func (p *Participant) Delete(ctx context.Context, resource, id string, keepID bo
 			return err
 		}
 		if !found || old.Deleted {
-			return contract.Errorf(contract.CodeNotFound, "record %q not found", id)
+			return fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
 		if !keepID && d.Verdict != contract.Tombstone {
 			return p.replace(tx, true, &old, nil)
@@ -122,8 +124,8 @@ func (p *Participant) Delete(ctx context.Context, resource, id string, keepID bo
 }
 
 // Get returns the live record id for a read stamped a, admitted on the
-// snapshot it is read from. Tombstones are invisible. Errors: CodeMoved,
-// CodeInvalid, CodeNotFound, CodeUnavailable.
+// snapshot it is read from. Tombstones are invisible. Errors: ErrNotFound;
+// *contract.Error (locked "moved", invalid, unavailable).
 func (p *Participant) Get(ctx context.Context, resource, id string, a contract.Authority) (contract.Record, error) {
 	if err := validResource(resource); err != nil {
 		return contract.Record{}, err
@@ -141,7 +143,7 @@ func (p *Participant) Get(ctx context.Context, resource, id string, a contract.A
 			return err
 		}
 		if !found || rec.Deleted {
-			return contract.Errorf(contract.CodeNotFound, "record %q not found", id)
+			return fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
 		out = rec
 		return nil
@@ -178,6 +180,27 @@ func (p *Participant) list(ctx context.Context, resource string, from, to, after
 		return err
 	}))
 	return out, err
+}
+
+// The user path's outcomes that are not the contract's (ToError maps
+// them: not_found, conflict, conflict).
+var (
+	ErrNotFound = errors.New("participant: record not found")
+	ErrExists   = errors.New("participant: record exists")
+	ErrDeleted  = errors.New("participant: record deleted")
+)
+
+// ToError is err as the *contract.Error a service answers with.
+func ToError(err error) *contract.Error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotFound):
+		return &contract.Error{Code: contract.CodeNotFound, Message: err.Error()}
+	case errors.Is(err, ErrExists), errors.Is(err, ErrDeleted):
+		return &contract.Error{Code: contract.CodeConflict, Message: err.Error()}
+	}
+	return contract.AsError(fail(err))
 }
 
 // Limits of what the kit stores (docs/participant.md "Records").
@@ -228,4 +251,44 @@ func trim(s string) string {
 		return fmt.Sprintf("%s…(%d bytes)", s[:64], len(s))
 	}
 	return s
+}
+
+// Held returns the authority record resource holds here, read from a
+// snapshot (tools and checkers; it installs nothing).
+func (p *Participant) Held(ctx context.Context, resource string) (contract.Authority, error) {
+	if err := validResource(resource); err != nil {
+		return contract.Authority{}, err
+	}
+	var a contract.Authority
+	err := fail(p.st.View(ctx, resource, func(r Reader) error {
+		var err error
+		a, err = r.Authority()
+		return err
+	}))
+	return a, err
+}
+
+// Records returns every record of resource here, live and tombstones, in
+// change order, read from one snapshot without admission (tools and
+// checkers).
+func (p *Participant) Records(ctx context.Context, resource string) ([]contract.Record, error) {
+	if err := validResource(resource); err != nil {
+		return nil, err
+	}
+	var out []contract.Record
+	err := fail(p.st.View(ctx, resource, func(r Reader) error {
+		out = nil
+		for after := uint64(0); ; {
+			recs, err := r.Changes(after, ^uint64(0), MaxPageRecords)
+			if err != nil {
+				return err
+			}
+			out = append(out, recs...)
+			if len(recs) < MaxPageRecords {
+				return nil
+			}
+			after = recs[len(recs)-1].Seq
+		}
+	}))
+	return out, err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/chat/internal/core"
 	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/participant"
 	"github.com/cutover/cutover/services/store"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -79,6 +80,17 @@ func New(st *store.Store, opts Options) *Service {
 		opts.MaxTextBytes = DefaultMaxTextBytes
 	}
 	c := core.New(ServiceName, st, opts.Clock, services.StoreParticipantOptions{})
+	return &Service{Participant: c.Participant(), c: c, maxText: opts.MaxTextBytes}
+}
+
+// NewKit returns the service over the participant kit kit (its records in
+// a team's own database, e.g. PostgreSQL through services/pgstore). kit's
+// service must be ServiceName.
+func NewKit(kit *participant.Participant, opts Options) *Service {
+	if opts.MaxTextBytes <= 0 {
+		opts.MaxTextBytes = DefaultMaxTextBytes
+	}
+	c := core.NewKit(ServiceName, kit, opts.Clock)
 	return &Service{Participant: c.Participant(), c: c, maxText: opts.MaxTextBytes}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/participant"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -34,24 +35,42 @@ func MediaResource(id string) string { return KindMedia + "/" + id }
 // Core is one service's records at one region. Safe for concurrent use.
 type Core struct {
 	name  string
-	st    *store.Store
-	sp    *services.StoreParticipant
+	st    *store.Store // nil on the participant kit
+	recs  records
+	part  contractParticipant
 	clock func() time.Time
 }
 
-// New returns the core of service over st. clock must be the store's clock
-// (nil: time.Now); it stamps tombstones written by the decision path.
+// contractParticipant is the contract with the operator's repair.
+type contractParticipant interface {
+	contract.Participant
+	contract.Repairer
+}
+
+// New returns the core of service over the Pebble store st. clock must be
+// the store's clock (nil: time.Now); it stamps tombstones written by the
+// decision path.
 func New(service string, st *store.Store, clock func() time.Time, opts services.StoreParticipantOptions) *Core {
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Core{name: service, st: st, sp: services.NewStoreParticipant(service, st, opts), clock: clock}
+	return &Core{name: service, st: st, recs: pebbleRecords{st}, part: services.NewStoreParticipant(service, st, opts), clock: clock}
+}
+
+// NewKit returns the core of service over the participant kit p (a team's
+// own database: services/pgstore). clock must be the kit's clock (nil:
+// time.Now).
+func NewKit(service string, p *participant.Participant, clock func() time.Time) *Core {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Core{name: service, recs: kitRecords{p}, part: p, clock: clock}
 }
 
 // Name returns the service name.
 func (c *Core) Name() string { return c.name }
 
-// Store returns the service's store.
+// Store returns the service's Pebble store; nil on the participant kit.
 func (c *Core) Store() *store.Store { return c.st }
 
 // Now returns the service clock's time.
@@ -105,7 +124,7 @@ func (c *Core) Get(ctx context.Context, resource, id string) (store.Record, erro
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, services.ToError(err)
 	}
-	r, err := c.st.GetAt(resource, id, services.RoutedAuthority(ctx, resource))
+	r, err := c.recs.GetAt(ctx, resource, id, services.RoutedAuthority(ctx, resource))
 	if err != nil {
 		return store.Record{}, services.ToError(err)
 	}
@@ -118,7 +137,7 @@ func (c *Core) List(ctx context.Context, resource, kind string, afterCreated int
 	if err := ctx.Err(); err != nil {
 		return nil, services.ToError(err)
 	}
-	recs, err := c.st.ListAt(resource, kind, afterCreated, afterID, limit, services.RoutedAuthority(ctx, resource))
+	recs, err := c.recs.ListAt(ctx, resource, kind, afterCreated, afterID, limit, services.RoutedAuthority(ctx, resource))
 	if err != nil {
 		return nil, services.ToError(err)
 	}
@@ -157,7 +176,7 @@ func (c *Core) Create(ctx context.Context, d kvrouting.Decision, resource string
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, services.ToError(err)
 	}
-	r, err := c.st.PutAt(resource, rec, true, d.Authority)
+	r, err := c.recs.PutAt(ctx, resource, rec, true, d.Authority)
 	if errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrDeleted) {
 		return r, err
 	}
@@ -178,7 +197,7 @@ func (c *Core) Update(ctx context.Context, d kvrouting.Decision, op kvrouting.Op
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, services.ToError(err)
 	}
-	r, err := c.st.PutAt(resource, rec, false, d.Authority)
+	r, err := c.recs.PutAt(ctx, resource, rec, false, d.Authority)
 	if err != nil {
 		return store.Record{}, services.ToError(err)
 	}
@@ -235,7 +254,7 @@ func (c *Core) delete(ctx context.Context, d kvrouting.Decision, resource, id st
 	// A Tombstone decision writes a tombstone whatever the store's record
 	// says (the routing document's hard-delete lock may not have reached it
 	// yet; d.Authority, joined into it, normally brings it along).
-	res, err := c.st.DeleteAt(resource, id, keepID || d.Outcome == kvrouting.Tombstone, d.Authority)
+	res, err := c.recs.DeleteAt(ctx, resource, id, keepID || d.Outcome == kvrouting.Tombstone, d.Authority)
 	if err != nil {
 		return store.DeleteResult{}, services.ToError(err)
 	}
@@ -246,12 +265,23 @@ func (c *Core) delete(ctx context.Context, d kvrouting.Decision, resource, id st
 // Participant returns the migration contract of this service.
 func (c *Core) Participant() *Participant { return &Participant{c: c} }
 
-// Store returns the service's store (contractnats keeps its import
-// checkpoints there, durably).
+// Store returns the service's Pebble store (contractnats keeps its import
+// checkpoints there, durably); nil on the participant kit.
 func (p *Participant) Store() *store.Store { return p.c.st }
 
+// Held returns the authority record resource holds here (checkers).
+func (p *Participant) Held(ctx context.Context, resource string) (contract.Authority, error) {
+	return p.c.recs.Held(ctx, resource)
+}
+
+// Records returns every record of resource here, with the tombstones
+// (checkers).
+func (p *Participant) Records(ctx context.Context, resource string) ([]store.Record, error) {
+	return p.c.recs.Records(ctx, resource)
+}
+
 // Participant is a service's migration contract: the shared
-// services.StoreParticipant.
+// services.StoreParticipant, or the participant kit.
 type Participant struct{ c *Core }
 
 var (
@@ -264,35 +294,35 @@ func (p *Participant) Service() string { return p.c.name }
 
 // Authorize implements contract.Participant.
 func (p *Participant) Authorize(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
-	return p.c.sp.Authorize(ctx, resource, a)
+	return p.c.part.Authorize(ctx, resource, a)
 }
 
 // Repair implements contract.Repairer (`cutover fence clear`).
 func (p *Participant) Repair(ctx context.Context, resource string, a contract.Authority) (contract.Authority, error) {
-	return p.c.sp.Repair(ctx, resource, a)
+	return p.c.part.Repair(ctx, resource, a)
 }
 
 // Export implements contract.Participant.
 func (p *Participant) Export(ctx context.Context, req contract.ExportRequest) (contract.Page, error) {
-	return p.c.sp.Export(ctx, req)
+	return p.c.part.Export(ctx, req)
 }
 
 // Import implements contract.Participant.
 func (p *Participant) Import(ctx context.Context, req contract.ImportRequest) (contract.ImportResult, error) {
-	return p.c.sp.Import(ctx, req)
+	return p.c.part.Import(ctx, req)
 }
 
 // Digests implements contract.Participant.
 func (p *Participant) Digests(ctx context.Context, resource string, a contract.Authority) ([]contract.SliceDigest, error) {
-	return p.c.sp.Digests(ctx, resource, a)
+	return p.c.part.Digests(ctx, resource, a)
 }
 
 // ReadSlice implements contract.Participant.
 func (p *Participant) ReadSlice(ctx context.Context, resource string, from, to int64) ([]contract.Record, error) {
-	return p.c.sp.ReadSlice(ctx, resource, from, to)
+	return p.c.part.ReadSlice(ctx, resource, from, to)
 }
 
 // Cleanup implements contract.Participant.
 func (p *Participant) Cleanup(ctx context.Context, resource string, a contract.Authority) (int, error) {
-	return p.c.sp.Cleanup(ctx, resource, a)
+	return p.c.part.Cleanup(ctx, resource, a)
 }

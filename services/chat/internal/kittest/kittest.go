@@ -44,6 +44,17 @@ func Factory(kind string, build func(st *store.Store) (contract.Participant, *co
 	}
 }
 
+// FactoryOf is Factory for a service whose storage build opens itself (a
+// participant kit over a database): called twice per harness, for the
+// source and the target.
+func FactoryOf(kind string, build func(t *testing.T) (contract.Participant, *core.Core)) contracttest.Factory {
+	return func(t *testing.T) contracttest.Harness {
+		src, srcCore := build(t)
+		tgt, tgtCore := build(t)
+		return contracttest.Harness{Source: src, SourceUser: userPath(kind, srcCore), Target: tgt, TargetUser: userPath(kind, tgtCore)}
+	}
+}
+
 // userPath is c's user path for records of kind.
 func userPath(kind string, c *core.Core) contracttest.UserPath {
 	allow := func(a contract.Authority) kvrouting.Decision { return kvrouting.Decision{Authority: a} }
