@@ -16,7 +16,7 @@ func init() {
 
 // runChaos is `cutover chaos` (docs/chaos.md; internal/chaos).
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("chaos", "chaos [--seed N] [--duration D] [--json] [--supercluster [--cluster 1|3] [--wan rtt=40ms]]", stdout)
+	fs := newFlags("chaos", "chaos [--seed N] [--duration D] [--json] [--postgres] [--supercluster [--cluster 1|3] [--wan rtt=40ms]]", stdout)
 	var o chaos.Options
 	var asJSON bool
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the nemesis schedule, the workload and the traffic")
@@ -28,6 +28,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&o.Verbose, "v", false, "log every nemesis action to stderr")
 	fs.BoolVar(&o.NoSlowFsync, "no-slow-fsync", false, "keep the stores' fsyncs as the disk does them (by default about one in twenty takes 5-50 ms longer)")
 	fs.BoolVar(&o.NoClockSkew, "no-clock-skew", false, "give every worker the true clock (by default each runs off by a seeded offset within ± half the skew margin)")
+	fs.BoolVar(&o.Postgres, "postgres", false, "keep every region's messages in a private PostgreSQL server (the participant kit), which the nemesis crashes and restarts")
 	fs.StringVar(&o.Convergence, "convergence", "fence", "Phase 1's wait: fence (no cache waited for) or ttl (every routing cache expires first)")
 	fs.DurationVar(&o.ResolverTTL, "resolver-ttl", 0, "TTL of the services' routing caches (0: the default tiers; the stale API keeps its 8 s)")
 	checkWAN := wanFlags(fs, &o.Supercluster, &o.WAN)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/internal/chaos"
+	"github.com/cutover/cutover/internal/pgserver"
 	cnats "github.com/cutover/cutover/nats"
 )
 
@@ -44,6 +45,25 @@ func TestChaosSuperclusterShort(t *testing.T) {
 	}
 	if n := rep.Nemesis; n.LeaderKills == 0 || n.Partitions == 0 {
 		t.Errorf("a fault kind never happened: %+v", n)
+	}
+	if rep.Migrations.Completed == 0 || rep.Writes.Acknowledged == 0 {
+		t.Errorf("no work done: %d migrations completed, %d writes acknowledged", rep.Migrations.Completed, rep.Writes.Acknowledged)
+	}
+}
+
+// TestChaosPostgresShort is the short run with every region's messages in
+// PostgreSQL (the participant kit) and the nemesis crashing and restarting
+// the database besides its other faults.
+func TestChaosPostgresShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run with PostgreSQL, ~30 s")
+	}
+	if _, err := pgserver.Bin(); err != nil {
+		t.Skip(err)
+	}
+	rep := runChecked(t, chaos.Options{Seed: 3, Duration: 15 * time.Second, Workers: 2, Clients: 3, Postgres: true, Convergence: "fence"})
+	if rep.Nemesis.PostgresRestarts == 0 {
+		t.Errorf("PostgreSQL was never restarted: %+v", rep.Nemesis)
 	}
 	if rep.Migrations.Completed == 0 || rep.Writes.Acknowledged == 0 {
 		t.Errorf("no work done: %d migrations completed, %d writes acknowledged", rep.Migrations.Completed, rep.Writes.Acknowledged)

@@ -30,6 +30,9 @@ func (r *run) nemesis(run, ctx context.Context) {
 		func() { r.partition(ctx, rng) },
 		func() { r.duplicateStart(ctx, rng) },
 	}
+	if r.pg != nil {
+		round = append(round, func() { r.restartPostgres(ctx, rng) })
+	}
 	sleep(run, time.Second)
 	for first := true; first || run.Err() == nil; first = false {
 		for _, i := range rng.Perm(len(round)) {
@@ -62,6 +65,27 @@ func (r *run) killLeader(ctx context.Context, rng *rand.Rand) {
 	sleep(ctx, down)
 	if err := restart(); err != nil {
 		r.logf("restart %s: %v", node, err)
+	}
+}
+
+// restartPostgres crashes the messages' PostgreSQL server (immediate
+// shutdown: connections cut, transactions in flight lost) and starts it
+// again after a pause: the participants answer unavailable meanwhile, and
+// whatever was acknowledged must survive.
+func (r *run) restartPostgres(ctx context.Context, rng *rand.Rand) {
+	down := time.Duration(200+rng.IntN(1500)) * time.Millisecond
+	if err := r.pg.Kill(ctx); err != nil {
+		r.logf("kill postgres: %v", err)
+		return
+	}
+	r.schedule("restart-postgres: down for %s", down)
+	r.mu.Lock()
+	r.rep.Nemesis.PostgresRestarts++
+	r.mu.Unlock()
+	sleep(ctx, down)
+	// Restart even when ctx has ended: the drain and the check need it.
+	if err := r.pg.Restart(context.WithoutCancel(ctx)); err != nil {
+		r.logf("restart postgres: %v", err)
 	}
 }
 

@@ -30,10 +30,13 @@ type Report struct {
 		// skew margin; 0 with --no-clock-skew).
 		MaxClockOffsetMs float64 `json:"max_clock_offset_ms"`
 		// SlowFsyncs counts the store fsyncs the slow-disk fault stretched.
-		SlowFsyncs      int64    `json:"slow_fsyncs"`
-		DuplicateStarts int      `json:"duplicate_starts"`
-		StaleRequests   int      `json:"stale_api_requests"`
-		Schedule        []string `json:"schedule,omitempty"`
+		SlowFsyncs      int64 `json:"slow_fsyncs"`
+		DuplicateStarts int   `json:"duplicate_starts"`
+		// PostgresRestarts counts the PostgreSQL crashes and restarts
+		// (--postgres: the messages service's database).
+		PostgresRestarts int      `json:"postgres_restarts,omitempty"`
+		StaleRequests    int      `json:"stale_api_requests"`
+		Schedule         []string `json:"schedule,omitempty"`
 	} `json:"nemesis"`
 	Migrations struct {
 		Started    int `json:"started"`

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/internal/check"
+	"github.com/cutover/cutover/internal/pgserver"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
 	"github.com/cutover/cutover/kvrouting"
@@ -73,6 +74,10 @@ type Options struct {
 	Supercluster bool
 	Nodes        int
 	WAN          cnats.WAN
+	// Postgres keeps every region's messages service in a private
+	// PostgreSQL server (the participant kit, system.Config.Postgres),
+	// which the nemesis crashes and restarts.
+	Postgres bool
 }
 
 // EnsureDefaults fills the zero fields with the defaults.
@@ -112,7 +117,8 @@ type run struct {
 	stderr io.Writer
 	topo   topology
 	sys    *system.System
-	slow   *slowSync // nil with NoSlowFsync
+	slow   *slowSync        // nil with NoSlowFsync
+	pg     *pgserver.Server // the messages' database with Postgres
 	obs    *check.Observer
 	rep    *Report
 	led    *workload.Ledger
@@ -189,6 +195,12 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer r.topo.shutdown()
+	if o.Postgres {
+		if r.pg, err = pgserver.Start(ctx, pgserver.Options{}); err != nil {
+			return nil, err
+		}
+		defer func() { _ = r.pg.Stop() }()
+	}
 	if err := r.start(ctx, base); err != nil {
 		return nil, err
 	}
@@ -293,6 +305,9 @@ func (r *run) start(ctx context.Context, dataDir string) error {
 	cfg.Orchestrator.RescheduleBackoff = 500 * time.Millisecond
 	cfg.Orchestrator.StepTimeout = ackWait
 	cfg.Orchestrator.Convergence = r.o.Convergence
+	if r.pg != nil {
+		cfg.Postgres = r.pg.URL()
+	}
 	if r.o.ResolverTTL > 0 {
 		cfg.Tiers = []time.Duration{r.o.ResolverTTL}
 	}
