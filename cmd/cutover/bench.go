@@ -202,11 +202,12 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 }
 
 func benchCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, asJSON := suiteFlags("copy", "[--json] [--conversations N] [--messages N] [--supercluster [--wan SPEC]]", stdout)
+	fs, asJSON := suiteFlags("copy", "[--json] [--conversations N] [--messages N] [--postgres] [--supercluster [--wan SPEC]]", stdout)
 	o := bench.CopyOptions{Progress: suiteProgress(stderr, "copy")}
 	fs.IntVar(&o.Conversations, "conversations", 3, "large conversations to migrate, one at a time")
 	fs.IntVar(&o.Messages, "messages", 4000, "messages per conversation")
 	fs.IntVar(&o.PageLimit, "page-limit", contract.DefaultPageLimit, "export page size, for the migration and the raw copy alike")
+	fs.BoolVar(&o.Postgres, "postgres", false, "messages in a private PostgreSQL server (the participant kit); the raw rate is COPY into that server")
 	checkWAN := wanFlags(fs, &o.Supercluster, &o.WAN)
 	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) {
 		if err := checkWAN(); err != nil {

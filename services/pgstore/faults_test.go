@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -194,5 +195,25 @@ func TestSchemaMismatchRefused(t *testing.T) {
 	}
 	if _, err := pgstore.Open(ctx, "postgres://127.0.0.1:1/x?connect_timeout=2", pgstore.Options{Service: "kit"}); err == nil {
 		t.Fatal("open of an unreachable server")
+	}
+}
+
+// Refs travel to PostgreSQL as array literals: quotes, backslashes, commas
+// and braces in a ref come back as they went.
+func TestRefsRoundTrip(t *testing.T) {
+	ctx := t.Context()
+	p := newKit(t, participant.Options{})
+	refs := []string{`media/a"b`, `media/c\d`, "media/e,f", "media/{g}", "media/ü"}
+	rec := live("r", 1)
+	rec.Refs = refs
+	if _, err := p.Import(ctx, contract.ImportRequest{Resource: res, Authority: importing(5), Page: page(rec, live("s", 1))}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.ReadSlice(ctx, res, 0, 1<<62)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("%v, %v", got, err)
+	}
+	if fmt.Sprint(got[0].Refs) != fmt.Sprint(refs) || got[1].Refs != nil {
+		t.Fatalf("refs %q and %q, want %q and none", got[0].Refs, got[1].Refs, refs)
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -361,26 +362,38 @@ func (t *tx) Clear() (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-// flush sends the buffered writes in one batch.
+// flush sends the buffered writes in one batch: one DELETE for the
+// removed records, one INSERT … ON CONFLICT over unnest'ed arrays for the
+// put ones (a page of 500 records is one statement, not 500), the digests
+// and the resource row.
 func (t *tx) flush() error {
 	if t.readOnly || (len(t.pendingRecs) == 0 && len(t.pendingDigests) == 0 && !t.resourceDirty) {
 		return nil
 	}
 	b := &pgx.Batch{}
+	var gone []string
+	var put recordColumnsOf
 	for _, id := range t.pendingRecs {
 		c := t.recs[id]
 		c.pending = false
 		if !c.found {
-			b.Queue(`DELETE FROM cutover_records WHERE service = $1 AND resource = $2 AND id = $3`, t.service, t.resource, id)
+			gone = append(gone, id)
 			continue
 		}
-		r := c.rec
+		put.add(&c.rec)
+	}
+	if len(gone) > 0 {
+		b.Queue(`DELETE FROM cutover_records WHERE service = $1 AND resource = $2 AND id = ANY($3)`, t.service, t.resource, gone)
+	}
+	if len(put.id) > 0 {
 		b.Queue(`INSERT INTO cutover_records (service, resource, `+recordColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			SELECT $1, $2, u.id, u.kind, u.version, u.seq, u.created_at, u.updated_at, u.deleted, u.deleted_at, u.data, u.refs::text[]
+			FROM unnest($3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::int8[], $9::bool[], $10::int8[], $11::bytea[], $12::text[])
+				AS u(id, kind, version, seq, created_at, updated_at, deleted, deleted_at, data, refs)
 			ON CONFLICT (service, resource, id) DO UPDATE SET kind = EXCLUDED.kind, version = EXCLUDED.version,
 			seq = EXCLUDED.seq, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
 			deleted = EXCLUDED.deleted, deleted_at = EXCLUDED.deleted_at, data = EXCLUDED.data, refs = EXCLUDED.refs`,
-			t.service, t.resource, r.ID, r.Kind, int64(r.Version), int64(r.Seq), r.CreatedAt, r.UpdatedAt, r.Deleted, r.DeletedAt, r.Data, r.Refs)
+			t.service, t.resource, put.id, put.kind, put.version, put.seq, put.createdAt, put.updatedAt, put.deleted, put.deletedAt, put.data, put.refs)
 	}
 	for _, slice := range t.pendingDigests {
 		c := t.digests[slice]
@@ -401,6 +414,56 @@ func (t *tx) flush() error {
 	}
 	t.pendingRecs, t.pendingDigests = t.pendingRecs[:0], t.pendingDigests[:0]
 	return t.q.SendBatch(t.ctx, b).Close()
+}
+
+// recordColumnsOf is records as one array per column, for unnest. Refs
+// travel as array literals ('{"media/a","media/b"}'), NULL for none, cast
+// back to text[] by the statement (unnest would flatten a text[][]).
+type recordColumnsOf struct {
+	id, kind                           []string
+	version, seq, createdAt, updatedAt []int64
+	deleted                            []bool
+	data                               [][]byte
+	refs                               []*string
+	deletedAt                          []int64
+}
+
+func (c *recordColumnsOf) add(r *contract.Record) {
+	c.id = append(c.id, r.ID)
+	c.kind = append(c.kind, r.Kind)
+	c.version = append(c.version, int64(r.Version))
+	c.seq = append(c.seq, int64(r.Seq))
+	c.createdAt = append(c.createdAt, r.CreatedAt)
+	c.updatedAt = append(c.updatedAt, r.UpdatedAt)
+	c.deleted = append(c.deleted, r.Deleted)
+	c.deletedAt = append(c.deletedAt, r.DeletedAt)
+	c.data = append(c.data, r.Data)
+	c.refs = append(c.refs, arrayLiteral(r.Refs))
+}
+
+// arrayLiteral is refs as a PostgreSQL array literal, nil for none.
+func arrayLiteral(refs []string) *string {
+	if len(refs) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	sb.WriteByte('{')
+	for i, r := range refs {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteByte('"')
+		for _, ch := range r {
+			if ch == '"' || ch == '\\' {
+				sb.WriteByte('\\')
+			}
+			sb.WriteRune(ch)
+		}
+		sb.WriteByte('"')
+	}
+	sb.WriteByte('}')
+	lit := sb.String()
+	return &lit
 }
 
 func (t *tx) Changes(after, upto uint64, limit int) ([]contract.Record, error) {
