@@ -24,15 +24,15 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// TestConformanceAgainstAPostgreSQLParticipantProcess runs `cutover
-// conformance` over NATS against `cutover participant --postgres
-// --test-harness`, a separate process: every case passes in both roles,
-// and nothing the run wrote is left in the database.
-func TestConformanceAgainstAPostgreSQLParticipantProcess(t *testing.T) {
+// TestConformanceAgainstParticipantProcesses runs `cutover conformance`
+// over NATS against `cutover participant --test-harness` as a separate
+// process, on PostgreSQL (the participant kit) and on Pebble (the store):
+// every case passes in both roles, and nothing the run wrote is left in
+// the database.
+func TestConformanceAgainstParticipantProcesses(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the binary and runs a participant process")
+		t.Skip("builds the binary and runs participant processes")
 	}
-	db := pgtest.Database(t)
 	ns := natstest.RunServer(t)
 	nc, js := natstest.MustConnect(t, ns.ClientURL())
 	defer nc.Close()
@@ -40,12 +40,34 @@ func TestConformanceAgainstAPostgreSQLParticipantProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := proctest.Binary(t, t.TempDir())
-	p := proctest.Start(t, bin, "participant", "participant", "--nats", ns.ClientURL(), "--region", "eu-west",
-		"--service", "notes", "--postgres", db, "--test-harness", "--insecure-dev-auth")
+	t.Run("postgres", func(t *testing.T) {
+		db := pgtest.Database(t)
+		conformanceOver(t, bin, ns.ClientURL(), "eu-west", "--postgres", db)
+		conn, err := pgx.Connect(t.Context(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(t.Context())
+		var left int
+		if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM cutover_records").Scan(&left); err != nil || left != 0 {
+			t.Fatalf("%d records left behind by the run (%v)", left, err)
+		}
+	})
+	t.Run("pebble", func(t *testing.T) {
+		conformanceOver(t, bin, ns.ClientURL(), "us-east", "--pebble", t.TempDir())
+	})
+}
+
+// conformanceOver starts a participant process with store (its flag and
+// value) for "notes" in region and runs `cutover conformance` against it.
+func conformanceOver(t *testing.T, bin, natsURL, region string, store ...string) {
+	t.Helper()
+	args := append([]string{"participant", "--nats", natsURL, "--region", region, "--service", "notes", "--test-harness", "--insecure-dev-auth"}, store...)
+	p := proctest.Start(t, bin, "participant", args...)
 	p.Await(t, `Ctrl-C to stop`, 2*time.Minute)
 
 	var out, errb bytes.Buffer
-	code := Run(t.Context(), []string{"conformance", "--nats", ns.ClientURL(), "--region", "eu-west", "--service", "notes", "--json"}, &out, &errb)
+	code := Run(t.Context(), []string{"conformance", "--nats", natsURL, "--region", region, "--service", "notes", "--json"}, &out, &errb)
 	var rep ops.ConformanceReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("exit %d, --json output: %v\n%s\n%s", code, err, out.String(), errb.String())
@@ -55,15 +77,6 @@ func TestConformanceAgainstAPostgreSQLParticipantProcess(t *testing.T) {
 	}
 	if !strings.HasPrefix(rep.ResourcePrefix, "conv/conformance-") {
 		t.Fatalf("resource prefix %q", rep.ResourcePrefix)
-	}
-	conn, err := pgx.Connect(t.Context(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
-	var left int
-	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM cutover_records").Scan(&left); err != nil || left != 0 {
-		t.Fatalf("%d records left behind by the run (%v)", left, err)
 	}
 }
 
@@ -121,6 +134,10 @@ func TestConformanceRefusals(t *testing.T) {
 		{"conformance", "--nats", ns.ClientURL(), "--region", "eu-west"},
 		{"conformance", "--nats", ns.ClientURL(), "--region", "eu-west", "--service", "no.dots"},
 		{"conformance", "--nats", ns.ClientURL(), "--region", "eu-west", "--service", "notes", "extra"},
+		{"participant", "--region", "eu-west", "--service", "notes", "--insecure-dev-auth"},
+		{"participant", "--region", "eu-west", "--service", "notes", "--postgres", "postgres://x", "--pebble", "/tmp/x", "--insecure-dev-auth"},
+		{"participant", "--region", "eu-west", "--service", "notes", "--postgres", "mysql://x", "--insecure-dev-auth"},
+		{"participant", "--region", "EU", "--service", "notes", "--pebble", "/tmp/x", "--insecure-dev-auth"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Run(t.Context(), args, &out, &errb); code != 2 {

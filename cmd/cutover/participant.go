@@ -10,16 +10,17 @@ import (
 )
 
 func init() {
-	register("participant", "one service's participant over PostgreSQL (the participant kit), serving the migration contract for a region", oneLine(runParticipantRole))
+	register("participant", "one service's participant (the participant kit over PostgreSQL, or the Pebble store) serving the migration contract for a region", oneLine(runParticipantRole))
 }
 
 func runParticipantRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("participant", "participant --region R --service S --postgres URL [--kinds K,...] [--test-harness] [--nats URL]\n\nThe participant kit (services/participant) over PostgreSQL (services/pgstore) for service S in\nregion R: it applies its schema to the database and serves the migration contract over NATS.\n--test-harness also serves the test harness that `cutover conformance` drives (test mode only:\nit writes through the user path for whoever may publish on the contract's subjects).", stdout)
+	fs := newFlags("participant", "participant --region R --service S (--postgres URL | --pebble DIR) [--kinds K,...] [--test-harness] [--nats URL]\n\nOne service's participant for region R, serving the migration contract over NATS: the participant\nkit (services/participant) over PostgreSQL (services/pgstore; it applies its schema to the\ndatabase), or the Pebble store (services/store) in DIR.\n--test-harness also serves the test harness that `cutover conformance` drives (test mode only:\nit writes through the user path for whoever may publish on the contract's subjects).", stdout)
 	rf := addRoleFlags(fs)
 	rf.addInsecure(fs)
 	region := fs.String("region", "", "the region served (required)")
 	service := fs.String("service", "", "the service's name (required)")
-	pg := fs.String("postgres", "", "PostgreSQL URL of the service's database (required)")
+	pg := fs.String("postgres", "", "PostgreSQL URL of the service's database")
+	pebble := fs.String("pebble", "", "directory of the service's Pebble store (instead of --postgres)")
 	kinds := fs.String("kinds", "", "the service's record kinds, comma separated (empty: any)")
 	harness := fs.Bool("test-harness", false, "TEST MODE ONLY: serve the test harness for `cutover conformance`")
 	ckey := addContractKey(fs)
@@ -32,8 +33,11 @@ func runParticipantRole(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err := parseRegion("region", *region); err != nil {
 		return err
 	}
-	if *service == "" || *pg == "" {
-		return fmt.Errorf("%w: --service and --postgres are required", errUsage)
+	if *service == "" || (*pg == "") == (*pebble == "") {
+		return fmt.Errorf("%w: --service, and one of --postgres and --pebble, are required", errUsage)
+	}
+	if *pg != "" && !isPostgresURL(*pg) {
+		return fmt.Errorf("%w: --postgres %q: want a postgres:// or postgresql:// URL", errUsage, *pg)
 	}
 	sec, err := rf.security("service")
 	if err != nil {
@@ -58,13 +62,17 @@ func runParticipantRole(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err := applyContractKey(ckey, &keyed); err != nil {
 		return err
 	}
-	cfg := system.ParticipantConfig{NATS: *rf.nats, Security: sec, Region: *region, Service: *service, Postgres: *pg,
+	cfg := system.ParticipantConfig{NATS: *rf.nats, Security: sec, Region: *region, Service: *service, Postgres: *pg, Pebble: *pebble,
 		Key: keyed.ContractKey, TestHarness: *harness}
 	if *kinds != "" {
 		cfg.Kinds = strings.Split(*kinds, ",")
 	}
 	return system.RunParticipant(ctx, cfg, func() {
-		fmt.Fprintf(stdout, "cutover participant: %s in region %s on PostgreSQL, serving the migration contract\n", *service, *region)
+		where := "PostgreSQL"
+		if *pebble != "" {
+			where = "Pebble (" + *pebble + ")"
+		}
+		fmt.Fprintf(stdout, "cutover participant: %s in region %s on %s, serving the migration contract\n", *service, *region, where)
 		if *harness {
 			fmt.Fprintln(stdout, "  test harness  on")
 		}

@@ -5,23 +5,29 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/conformance"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/cutover/cutover/services/participant"
 	"github.com/cutover/cutover/services/pgstore"
+	"github.com/cutover/cutover/services/store"
 
 	cnats "github.com/cutover/cutover/nats"
 )
 
-// ParticipantConfig is `cutover participant`: one service's participant
-// kit over PostgreSQL, serving the migration contract for one region.
+// ParticipantConfig is `cutover participant`: one service's participant,
+// the participant kit over PostgreSQL or the Pebble store, serving the
+// migration contract for one region.
 type ParticipantConfig struct {
 	NATS     string
 	Security cnats.ClientSecurity
 	Region   string
 	Service  string
-	// Postgres is the database's URL (pgstore.Open).
+	// Postgres is the database's URL (pgstore.Open); or Pebble, a
+	// directory for the Pebble store (services/store), instead.
 	Postgres string
+	Pebble   string
 	// Kinds are the service's record kinds (participant.Options.Kinds;
 	// empty: any).
 	Kinds []string
@@ -37,19 +43,32 @@ type ParticipantConfig struct {
 // deployment provisions the PAGES stream (a participant's identity may not
 // create streams).
 func RunParticipant(ctx context.Context, cfg ParticipantConfig, ready func()) error {
-	if cfg.Region == "" || cfg.Service == "" || cfg.Postgres == "" {
-		return fmt.Errorf("%w: a participant needs a region, a service and a PostgreSQL URL", ErrConfig)
+	if cfg.Region == "" || cfg.Service == "" || (cfg.Postgres == "") == (cfg.Pebble == "") {
+		return fmt.Errorf("%w: a participant needs a region, a service, and a PostgreSQL URL or a Pebble directory (one of them)", ErrConfig)
 	}
 	if err := contractnats.ValidateService(cfg.Service); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := pgstore.Open(octx, cfg.Postgres, pgstore.Options{Service: cfg.Service})
-	if err != nil {
-		return err
+	var p contract.Participant
+	var user conformance.UserPath
+	if cfg.Postgres != "" {
+		st, err := pgstore.Open(octx, cfg.Postgres, pgstore.Options{Service: cfg.Service})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		kit := participant.New(cfg.Service, st, participant.Options{Kinds: cfg.Kinds})
+		p, user = kit, conformance.KitUser(kit)
+	} else {
+		st, err := store.Open(store.Options{Dir: cfg.Pebble})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		p, user = services.NewStoreParticipant(cfg.Service, st, services.StoreParticipantOptions{}), conformance.StoreUser(st)
 	}
-	defer st.Close()
 	opts, err := cfg.Security.Options()
 	if err != nil {
 		return err
@@ -59,11 +78,9 @@ func RunParticipant(ctx context.Context, cfg ParticipantConfig, ready func()) er
 		return err
 	}
 	defer nc.Close()
-	p := participant.New(cfg.Service, st, participant.Options{Kinds: cfg.Kinds})
-	so := contractnats.ServeOptions{Key: cfg.Key, Description: "participant kit over PostgreSQL"}
+	so := contractnats.ServeOptions{Key: cfg.Key, Description: "cutover participant"}
 	if cfg.TestHarness {
-		u := conformance.KitUser(p)
-		so.Harness = &u
+		so.Harness = &user
 	}
 	srv, err := contractnats.Serve(ctx, nc, js, cfg.Region, p, so)
 	if err != nil {
