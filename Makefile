@@ -42,7 +42,7 @@ FUZZ_TARGETS = \
 	./services/contractnats:FuzzDecodePage \
 	./services/contractnats:FuzzDecodeExportRequest \
 	./services/contractnats:FuzzDecodePageRef \
-	./services/api:FuzzHandlers
+	./app/api:FuzzHandlers
 
 .PHONY: fuzz
 fuzz:

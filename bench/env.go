@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
-	"github.com/cutover/cutover/services/client"
 )
 
 // env is one in-process deployment for a suite (internal/system) with the

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cutover/cutover/app/chat"
+	"github.com/cutover/cutover/app/chat/messages"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/pgserver"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
 	cnats "github.com/cutover/cutover/nats"
-	"github.com/cutover/cutover/services/chat"
-	"github.com/cutover/cutover/services/chat/messages"
 	"github.com/cutover/cutover/services/store"
 )
 

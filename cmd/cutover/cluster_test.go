@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/app/chat"
+	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/check"
 	"github.com/cutover/cutover/internal/ops"
@@ -18,8 +20,6 @@ import (
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
-	"github.com/cutover/cutover/services/chat"
-	"github.com/cutover/cutover/services/client"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/nats-io/nats.go"

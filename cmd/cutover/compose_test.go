@@ -19,7 +19,7 @@ import (
 	"github.com/cutover/cutover/internal/metrics"
 	"github.com/cutover/cutover/internal/system"
 
-	"github.com/cutover/cutover/services/chat"
+	"github.com/cutover/cutover/app/chat"
 	"github.com/cutover/cutover/services/store"
 )
 

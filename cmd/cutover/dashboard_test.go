@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/system"
-	"github.com/cutover/cutover/services/client"
 )
 
 // chromiumPath is the headless browser the dashboard test drives: Debian's

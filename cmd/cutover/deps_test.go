@@ -52,7 +52,7 @@ func TestLibrariesDoNotLinkTheServer(t *testing.T) {
 	if err != nil {
 		t.Skip("go not on PATH")
 	}
-	for _, pkg := range []string{"../../kvrouting", "../../services/client", "../../events", "../../services/contract", "../../services/participant", "../../services/pgstore", "../../services/conformance", "../../nats/natsclient", "../../orchestrator", "../../projector", "../../services/contractnats"} {
+	for _, pkg := range []string{"../../kvrouting", "../../app/client", "../../events", "../../services/contract", "../../services/participant", "../../services/pgstore", "../../services/conformance", "../../nats/natsclient", "../../orchestrator", "../../projector", "../../services/contractnats"} {
 		out, err := exec.Command(gobin, "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", pkg, err)
@@ -61,6 +61,34 @@ func TestLibrariesDoNotLinkTheServer(t *testing.T) {
 			if strings.Contains(line, "nats-server") {
 				t.Errorf("%s depends on %s", pkg, strings.TrimSpace(line))
 				break
+			}
+		}
+	}
+}
+
+// TestFrameworkDoesNotImportTheApp keeps the layout honest: the framework
+// (the contract, the participant kit and its stores, the NATS transport,
+// the conformance kit, routing, events, the orchestrator, the projector)
+// builds without the chat reference application under app/, which uses
+// the framework as an outside team would.
+func TestFrameworkDoesNotImportTheApp(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not on PATH")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}",
+		"../../services/...", "../../kvrouting/...", "../../events/...", "../../nats/...", "../../orchestrator/...", "../../projector/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "github.com/cutover/cutover/") || strings.HasPrefix(f[0], "github.com/cutover/cutover/app/") {
+			continue
+		}
+		for _, dep := range f[1:] {
+			if strings.HasPrefix(dep, "github.com/cutover/cutover/app/") {
+				t.Errorf("framework package %s depends on the app's %s", f[0], dep)
 			}
 		}
 	}

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cutover/cutover/app/api"
 	"github.com/cutover/cutover/internal/demo"
 	"github.com/cutover/cutover/internal/ops"
 	"github.com/cutover/cutover/internal/system"
 	cnats "github.com/cutover/cutover/nats"
-	"github.com/cutover/cutover/services/api"
 )
 
 // errHelp is returned when --help was asked for; the usage is already printed.

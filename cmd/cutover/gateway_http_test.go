@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cutover/cutover/services/api"
+	"github.com/cutover/cutover/app/api"
 )
 
 // TestGatewayHTTPEdges: what the API's listener answers before or beside

@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/metrics"
 	"github.com/cutover/cutover/internal/ops"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
-	"github.com/cutover/cutover/services/client"
 )
 
 // cliSystem is the dev system in process (as startSystem) with the metrics

@@ -15,13 +15,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cutover/cutover/app/chat"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/orchestrator/approval"
-	"github.com/cutover/cutover/services/chat"
 	"go.uber.org/fx"
 )
 

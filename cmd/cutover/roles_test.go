@@ -16,7 +16,7 @@ import (
 	"github.com/cutover/cutover/internal/metrics"
 	"github.com/cutover/cutover/projector/httpapi"
 
-	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/app/client"
 )
 
 // syncBuffer is an output a role writes to while the test reads it.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/app/api"
+	"github.com/cutover/cutover/app/client"
 	cnats "github.com/cutover/cutover/nats"
-	"github.com/cutover/cutover/services/api"
-	"github.com/cutover/cutover/services/client"
 )
 
 // secureFiles are a secured deployment's files, written by `cutover certs`

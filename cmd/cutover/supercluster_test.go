@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/app/chat"
+	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/proctest"
 	"github.com/cutover/cutover/internal/workload"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/orchestrator"
-	"github.com/cutover/cutover/services/chat"
-	"github.com/cutover/cutover/services/client"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/nats-io/nats.go/jetstream"
 )

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
-	"github.com/cutover/cutover/services/client"
 )
 
 // testSystem starts the whole dev system in process (embedded NATS, two

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/cutover/cutover/services/api"
+	"github.com/cutover/cutover/app/api"
 )
 
 func init() {

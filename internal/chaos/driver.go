@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cutover/cutover/app/chat"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
-	"github.com/cutover/cutover/services/chat"
 )
 
 // migrate is the migration driver: it keeps migrations running until ctx

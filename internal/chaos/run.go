@@ -10,13 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/internal/check"
 	"github.com/cutover/cutover/internal/pgserver"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
-	"github.com/cutover/cutover/services/client"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

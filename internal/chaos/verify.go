@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/internal/check"
-	"github.com/cutover/cutover/services/client"
 )
 
 // verify runs the shared checker over every conversation and every

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/app/chat"
+	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/internal/check"
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services/chat"
-	"github.com/cutover/cutover/services/client"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )

@@ -13,6 +13,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/bench"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/check"
@@ -20,7 +21,6 @@ import (
 	"github.com/cutover/cutover/internal/system"
 	"github.com/cutover/cutover/internal/workload"
 	cnats "github.com/cutover/cutover/nats"
-	"github.com/cutover/cutover/services/client"
 )
 
 // Options are the demo's settings (the command's flags).

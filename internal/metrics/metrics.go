@@ -16,10 +16,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cutover/cutover/app/api"
+	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services/api"
-	"github.com/cutover/cutover/services/client"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"

@@ -150,7 +150,7 @@ func toEventJSON(seq uint64, e *events.Envelope) eventJSON {
 }
 
 // routingDocJSON is the routing document in the shape of the API's GET
-// /v1/routing (services/client.RoutingDocument decodes it): the wire
+// /v1/routing (app/client.RoutingDocument decodes it): the wire
 // format's JSON form (`cutover decode routing`, internal/wire.Routing) and
 // the revision read, from the leader.
 type routingDocJSON struct {

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cutover/cutover/app/api"
 	"github.com/cutover/cutover/internal/httpguard"
-	"github.com/cutover/cutover/services/api"
 	"go.uber.org/fx"
 )
 

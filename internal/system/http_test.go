@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cutover/cutover/services/api"
+	"github.com/cutover/cutover/app/api"
 )
 
 // The HTTP listeners' hardening, on the real listeners of an in-process

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cutover/cutover/app/api"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/internal/httpguard"
 	"github.com/cutover/cutover/internal/metrics"
@@ -16,7 +17,6 @@ import (
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
 	"github.com/cutover/cutover/projector/httpapi"
-	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/cutover/cutover/services/store"
 	"github.com/nats-io/nats.go"

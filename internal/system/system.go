@@ -13,11 +13,11 @@ import (
 	"crypto/rand"
 	"os"
 
+	"github.com/cutover/cutover/app/api"
 	"github.com/cutover/cutover/internal/metrics"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/projector"
-	"github.com/cutover/cutover/services/api"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/app/client"
 )
 
 // SeedID is the id of a conversation's i-th seeded message; ReactTo

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/app/client"
 )
 
 // seedServer answers conversation creates with the given statuses in turn

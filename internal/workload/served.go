@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cutover/cutover/services/api"
+	"github.com/cutover/cutover/app/api"
 )
 
 // servedKey carries a *served in a request's context.

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cutover/cutover/services/client"
+	"github.com/cutover/cutover/app/client"
 )
 
 // Mix is the live traffic's operation mix, in percent of operations; the

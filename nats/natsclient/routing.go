@@ -2,7 +2,7 @@
 // connecting, retrying idempotent JetStream calls, the routing bucket (its
 // names and provisioning), the leader and direct gets, a mirror's health.
 // It depends on nats.go only (not on nats-server), so the packages a
-// downstream service imports — kvrouting, services/client, events,
+// downstream service imports — kvrouting, app/client, events,
 // orchestrator, projector, services/contractnats — do not pull the server
 // into its build; package cnats (the embedded servers) re-exports these
 // names.

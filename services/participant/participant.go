@@ -167,39 +167,54 @@ func (p *Participant) Export(ctx context.Context, req contract.ExportRequest) (c
 		return contract.Page{}, contract.Errorf(contract.CodeInvalid, "export mode %d", req.Mode)
 	}
 	page := contract.Page{Service: p.service, Resource: req.Resource, Mode: req.Mode, SyncToken: req.SyncToken, Cursor: req.Cursor}
-	err := p.update(ctx, req.Resource, func(tx Tx) error {
-		if _, err := p.admit(tx, tx, req.Resource, op, req.Authority); err != nil {
-			return err
+	// read decides the request on r and reads the page from it: the token
+	// (a first historical page) and the records come from the snapshot in
+	// which the authority is in force.
+	var recs []contract.Record
+	read := func(r Reader, tx Tx) (persist bool, err error) {
+		d, err := p.admit(r, tx, req.Resource, op, req.Authority)
+		if err != nil || (tx == nil && d.Persist) {
+			return d.Persist, err
 		}
 		if req.Mode == contract.Historical && req.SyncToken == 0 {
-			tok, err := tx.LastSeq()
-			page.SyncToken = tok
-			return err
+			if page.SyncToken, err = r.LastSeq(); err != nil {
+				return false, err
+			}
 		}
-		return nil
-	})
-	if err != nil {
+		after, upto := req.Cursor, page.SyncToken
+		if req.Mode == contract.Delta {
+			upto = ^uint64(0)
+			if after < req.SyncToken {
+				after, page.Cursor = req.SyncToken, req.SyncToken
+			}
+		} else if upto == 0 || after >= upto { // nothing before the token: an empty, final page
+			page.Next = after
+			return false, nil
+		}
+		page.Next = after
+		recs, err = r.Changes(after, upto, req.Limit+1)
+		return false, err
+	}
+	// Most pages find the authority already installed (the first page or
+	// the lock's Authorize installed it): one read-only snapshot decides
+	// and reads. A request that installs one is decided and carried out
+	// under the resource's lock, in the transaction that writes it, and the
+	// token read there.
+	var persist bool
+	if err := validResource(req.Resource); err != nil {
 		return contract.Page{}, err
 	}
-	after, upto := req.Cursor, page.SyncToken
-	if req.Mode == contract.Delta {
-		upto = 0
-		if after < req.SyncToken {
-			after, page.Cursor = req.SyncToken, req.SyncToken
-		}
-	} else if upto == 0 || after >= upto { // nothing before the token: an empty, final page
-		page.Next = after
-		return page, nil
-	}
-	if upto == 0 {
-		upto = ^uint64(0)
-	}
-	var recs []contract.Record
-	err = fail(p.st.View(ctx, req.Resource, func(r Reader) error {
+	err := fail(p.st.View(ctx, req.Resource, func(r Reader) error {
 		var err error
-		recs, err = r.Changes(after, upto, req.Limit+1)
+		persist, err = read(r, nil)
 		return err
 	}))
+	if err == nil && persist {
+		err = p.update(ctx, req.Resource, func(tx Tx) error {
+			_, err := read(tx, tx)
+			return err
+		})
+	}
 	if err != nil {
 		return contract.Page{}, err
 	}
@@ -216,7 +231,7 @@ func (p *Participant) Export(ctx context.Context, req contract.ExportRequest) (c
 			break
 		}
 	}
-	page.Records, page.More, page.Next = recs, more, after
+	page.Records, page.More = recs, more
 	if len(recs) > 0 {
 		page.Next = recs[len(recs)-1].Seq
 	}

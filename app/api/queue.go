@@ -1,0 +1,280 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cutover/cutover/app/chat"
+	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services"
+	"github.com/cutover/cutover/services/contract"
+)
+
+// Server-side write queueing. A write that meets a write lock
+// or a write fence in force is parked — no store lock held, nothing written
+// — until the resource's routing document changes (one KV watcher per
+// Server, shared by every parked write) or Config.QueueWrites elapses. It is
+// then resolved again through the leader and run at the region the fresh
+// document names. Clients that cannot retry (browsers, curl, other
+// languages) therefore see no 423 at all when the write lock is shorter
+// than QueueWrites; the ones that time out, or find the queue full, get the
+// 423 with its Retry-After as before.
+
+// QueuedHeader is set on the response to every write that was parked: how
+// long it waited, in whole milliseconds.
+const QueuedHeader = "Cutover-Queued-Ms"
+
+// Queue defaults (Config.EnsureDefaults, with QueueWrites > 0).
+const (
+	// DefaultQueueMax bounds the writes parked at once in one Server.
+	DefaultQueueMax = 1024
+	// DefaultQueuePerResource bounds the writes parked at once on one
+	// resource.
+	DefaultQueuePerResource = 64
+)
+
+// Queue outcomes, as QueueObserver sees them.
+const (
+	// QueueApplied: the write was run again after the wait (it may still
+	// have failed for another reason).
+	QueueApplied = "applied"
+	// QueueTimeout: the restriction outlasted QueueWrites; the 423 went out.
+	QueueTimeout = "timeout"
+	// QueueOverflow: the queue (or the resource's share) was full; the 423
+	// went out at once.
+	QueueOverflow = "overflow"
+)
+
+// QueueObserver receives every parked write's outcome and wait (metrics).
+// It must be safe for concurrent use.
+type QueueObserver interface {
+	ObserveQueued(outcome string, wait time.Duration)
+}
+
+// QueueStats counts the queue's outcomes since the Server started.
+type QueueStats struct {
+	Queued, Applied, Timeouts, Overflows uint64
+}
+
+// writeQueue parks writes until their resource's routing changes.
+type writeQueue struct {
+	max, perResource int
+	kv               jetstream.KeyValue
+
+	mu      sync.Mutex
+	parked  int
+	byKey   map[string]int
+	waiters map[string][]chan struct{}
+	watch   jetstream.KeyWatcher
+	stats   QueueStats
+	closed  bool
+}
+
+func newWriteQueue(kv jetstream.KeyValue, max, perResource int) *writeQueue {
+	return &writeQueue{max: max, perResource: perResource, kv: kv,
+		byKey: map[string]int{}, waiters: map[string][]chan struct{}{}}
+}
+
+// admit takes a place in the queue for key, or reports it full.
+func (q *writeQueue) admit(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || q.parked >= q.max || q.byKey[key] >= q.perResource {
+		q.stats.Overflows++
+		return false
+	}
+	q.parked++
+	q.byKey[key]++
+	q.stats.Queued++
+	return true
+}
+
+// leave gives key's place back and counts the outcome.
+func (q *writeQueue) leave(key, outcome string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.parked--
+	if q.byKey[key]--; q.byKey[key] <= 0 {
+		delete(q.byKey, key)
+	}
+	switch outcome {
+	case QueueApplied:
+		q.stats.Applied++
+	case QueueTimeout:
+		q.stats.Timeouts++
+	}
+}
+
+// changed returns a channel closed at the next change of key's routing
+// document. The watcher is started on first use (and again after it
+// stops); an error starting it closes the channel at once, so the caller
+// re-runs the write rather than waiting blind.
+func (q *writeQueue) changed(key string) <-chan struct{} {
+	ch := make(chan struct{})
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		close(ch)
+		return ch
+	}
+	if q.watch == nil {
+		w, err := q.kv.WatchAll(context.Background(), jetstream.UpdatesOnly())
+		if err != nil {
+			close(ch)
+			return ch
+		}
+		q.watch = w
+		go q.follow(w)
+	}
+	q.waiters[key] = append(q.waiters[key], ch)
+	return ch
+}
+
+// forget drops ch from key's waiters (a write that stopped waiting).
+func (q *writeQueue) forget(key string, ch <-chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ws := q.waiters[key]
+	for i, w := range ws {
+		if w == ch {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(q.waiters, key)
+	} else {
+		q.waiters[key] = ws
+	}
+}
+
+// follow wakes the waiters of every key that changes, until w stops; then
+// it wakes everyone (they re-run) and lets the next wait start a watcher.
+func (q *writeQueue) follow(w jetstream.KeyWatcher) {
+	for e := range w.Updates() {
+		if e == nil {
+			continue // the end of the (empty) initial values
+		}
+		q.wake(e.Key())
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.watch == w {
+		q.watch = nil
+	}
+	for k, ws := range q.waiters {
+		for _, ch := range ws {
+			close(ch)
+		}
+		delete(q.waiters, k)
+	}
+}
+
+func (q *writeQueue) wake(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, ch := range q.waiters[key] {
+		close(ch)
+	}
+	delete(q.waiters, key)
+}
+
+func (q *writeQueue) close() {
+	q.mu.Lock()
+	w := q.watch
+	q.closed, q.watch = true, nil
+	q.mu.Unlock()
+	if w != nil {
+		_ = w.Stop()
+	}
+}
+
+func (q *writeQueue) snapshot() QueueStats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.stats
+}
+
+// queueable reports whether err is a refusal worth parking for: a 423 of a
+// write lock or a write fence in force (not "moved": that one is resolved
+// again at once).
+func queueable(err error) bool {
+	if err == nil || moved(err) {
+		return false
+	}
+	return services.ToError(err).Code == contract.CodeLocked
+}
+
+// park runs the write again, each time its resource's routing document
+// changes, until it is no longer refused by a lock or QueueWrites has
+// passed since the first refusal. It returns the last run's error.
+func (s *Server) park(w http.ResponseWriter, r *http.Request, run func() error, err error) error {
+	q := s.queue
+	id := r.PathValue("id")
+	key := kvrouting.Resource{Kind: chat.KindConversation, ID: id}.Key()
+	start := time.Now()
+	if !q.admit(key) {
+		s.observeQueued(QueueOverflow, 0)
+		return err
+	}
+	deadline := time.NewTimer(s.cfg.QueueWrites)
+	defer deadline.Stop()
+	outcome := QueueTimeout
+	defer func() {
+		wait := time.Since(start)
+		q.leave(key, outcome)
+		s.observeQueued(outcome, wait)
+	}()
+	for queueable(err) {
+		// Subscribe before the leader read, so that a change between the
+		// two still wakes this write.
+		ch := q.changed(key)
+		s.refresh(r.Context(), id)
+		w.Header().Set(QueuedHeader, strconv.FormatInt(time.Since(start).Milliseconds(), 10))
+		if err = run(); !queueable(err) {
+			q.forget(key, ch)
+			outcome = QueueApplied
+			break
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			q.forget(key, ch)
+			w.Header().Set(QueuedHeader, strconv.FormatInt(time.Since(start).Milliseconds(), 10))
+			return err
+		case <-r.Context().Done():
+			q.forget(key, ch)
+			return err
+		}
+	}
+	w.Header().Set(QueuedHeader, strconv.FormatInt(time.Since(start).Milliseconds(), 10))
+	return err
+}
+
+func (s *Server) observeQueued(outcome string, wait time.Duration) {
+	if s.cfg.QueueObserver != nil {
+		s.cfg.QueueObserver.ObserveQueued(outcome, wait)
+	}
+}
+
+// QueueStats returns the write queue's counters (zero when queueing is
+// off).
+func (s *Server) QueueStats() QueueStats {
+	if s.queue == nil {
+		return QueueStats{}
+	}
+	return s.queue.snapshot()
+}
+
+// Close stops the write queue's routing watcher; parked writes run once
+// more and answer. The Server keeps serving without queueing.
+func (s *Server) Close() {
+	if s.queue != nil {
+		s.queue.close()
+	}
+}
