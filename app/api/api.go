@@ -8,21 +8,18 @@
 package api
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/cutover/cutover/app/chat"
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/httproute"
 )
 
 // Defaults applied by Config.EnsureDefaults.
@@ -42,17 +39,16 @@ const (
 const MaxHeaderBytes = 64 << 10
 
 // RegionHeader pins a request to a region when Config.AllowRegionPin is set
-// (tests and the dev harness: it shows what a client routed to the wrong
-// region by stale routing gets). The Table 4 decision is still taken at the
-// pinned region, so a pin never bypasses a lock: mutations at a region that
-// is not the primary are refused with 423.
-const RegionHeader = "X-Cutover-Region"
+// (httproute.RegionHeader).
+const RegionHeader = httproute.RegionHeader
 
-// ServedByHeader names, on the response to every request on a resource, the
-// region whose services served it: the primary in the server's routing
-// view, or the pinned region. A client (and the chaos checker) learns from
-// it where a write was accepted.
-const ServedByHeader = "X-Cutover-Served-By"
+// ServedByHeader names the region that served a request on a resource
+// (httproute.ServedByHeader).
+const ServedByHeader = httproute.ServedByHeader
+
+// QueuedHeader is set on the response to every write that was parked
+// (httproute.QueuedHeader).
+const QueuedHeader = httproute.QueuedHeader
 
 // DeleteHeader tells the client how a delete was performed: "tombstone"
 // (under a hard-delete lock or fence, paper 001 §4.3) or "hard".
@@ -91,7 +87,7 @@ type Config struct {
 	Logger *slog.Logger
 	// QueueWrites is how long a write refused by a write lock or fence in
 	// force is parked, waiting for the resource's routing to change, before
-	// the 423 goes out (queue.go; 0: no queueing, the 423 at once).
+	// the 423 goes out (httproute; 0: no queueing, the 423 at once).
 	QueueWrites time.Duration
 	// QueueMax bounds the writes parked at once (default DefaultQueueMax);
 	// QueuePerResource, those on one resource (default
@@ -99,7 +95,7 @@ type Config struct {
 	// queue full gets its 423 at once.
 	QueueMax, QueuePerResource int
 	// QueueObserver, if set, sees every parked write's outcome and wait.
-	QueueObserver QueueObserver
+	QueueObserver httproute.QueueObserver
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -120,10 +116,10 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.QueueWrites > 0 {
 		if c.QueueMax <= 0 {
-			c.QueueMax = DefaultQueueMax
+			c.QueueMax = httproute.DefaultQueueMax
 		}
 		if c.QueuePerResource <= 0 {
-			c.QueuePerResource = min(DefaultQueuePerResource, c.QueueMax)
+			c.QueuePerResource = min(httproute.DefaultQueuePerResource, c.QueueMax)
 		}
 	}
 }
@@ -162,13 +158,10 @@ func (c *Config) Validate() error {
 
 // Server is the HTTP API. It is an http.Handler, safe for concurrent use.
 type Server struct {
-	cfg Config
-	mux *http.ServeMux
-	log *slog.Logger
-	// reresolved counts requests re-run after a "moved" refusal.
-	reresolved atomic.Uint64
-	// queue parks writes refused by a lock (nil: QueueWrites is 0).
-	queue *writeQueue
+	cfg    Config
+	mux    *http.ServeMux
+	log    *slog.Logger
+	router *httproute.Router
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -179,10 +172,18 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger}
+	rc := httproute.Config{Resolver: cfg.Resolver, Resolvers: cfg.Resolvers, DefaultRegion: cfg.DefaultRegion,
+		Serves: func(region string) bool { return cfg.Regions[region] != nil }, AllowRegionPin: cfg.AllowRegionPin,
+		QueueWrites: cfg.QueueWrites, QueueMax: cfg.QueueMax, QueuePerResource: cfg.QueuePerResource,
+		QueueObserver: cfg.QueueObserver, MaxBodyBytes: cfg.MaxBodyBytes}
 	if cfg.QueueWrites > 0 {
-		s.queue = newWriteQueue(cfg.Locker.Store().KV(), cfg.QueueMax, cfg.QueuePerResource)
+		rc.KV = cfg.Locker.Store().KV()
 	}
+	router, err := httproute.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, router: router}
 	s.routes()
 	return s, nil
 }
@@ -223,8 +224,9 @@ func (s *Server) routes() {
 // the JSON error body.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, who Identity) error
 
-// A write that a region refuses because the resource has moved is run once
-// more after its routing is read from the leader (reresolve.go).
+// The requests on an existing conversation run through the router's
+// second chances (httproute.Router.Serve): re-run once after a "moved"
+// refusal, parked behind a write lock (reresolve.go says which routes).
 func (s *Server) handle(pattern string, h handlerFunc) {
 	again := reresolvable(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -233,37 +235,24 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 			s.writeError(w, r, authError(err))
 			return
 		}
-		ctx, _ := services.WithRouted(r.Context())
-		r = r.WithContext(ctx)
-		var body []byte
-		rerun := again
-		if rerun && r.Method != http.MethodGet {
-			body, rerun = s.bufferBody(r)
+		var res *kvrouting.Resource
+		if again {
+			res = &kvrouting.Resource{Kind: chat.KindConversation, ID: r.PathValue("id")}
 		}
-		run := func() error {
-			if body != nil {
-				r.Body = io.NopCloser(bytes.NewReader(body))
-			}
-			return h(w, r, who)
-		}
-		err = h(w, r, who)
-		if rerun && moved(err) && s.refresh(r.Context(), r.PathValue("id")) {
-			err = run()
-		}
-		if rerun && s.queue != nil && r.Method != http.MethodGet && queueable(err) {
-			err = s.park(w, r, func() error {
-				err := run()
-				if moved(err) && s.refresh(r.Context(), r.PathValue("id")) {
-					err = run()
-				}
-				return err
-			}, err)
-		}
+		err = s.router.Serve(w, r, res, func(w http.ResponseWriter, r *http.Request) error { return h(w, r, who) })
 		if err != nil {
 			s.writeError(w, r, err)
 		}
 	})
 }
+
+// QueueStats returns the write queue's counters (zero when queueing is
+// off).
+func (s *Server) QueueStats() httproute.QueueStats { return s.router.QueueStats() }
+
+// Close stops the write queue's routing watcher; parked writes run once
+// more and answer. The Server keeps serving without queueing.
+func (s *Server) Close() { s.router.Close() }
 
 // ServeHTTP implements http.Handler: routes, with JSON bodies for unknown
 // routes and methods, and a 500 instead of a dropped connection on a panic.

@@ -9,67 +9,20 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/httproute"
 )
 
-// errorJSON is the body of every error response:
-// {"error":{"code":...,"message":...,"lock":...,"retry_after_ms":...}}.
-type errorJSON struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Lock    string `json:"lock,omitempty"`
-	// RetryAfterMS is set on every 423: Retry-After in milliseconds (0:
-	// retry at once, after resolving the routing again).
-	RetryAfterMS *int64 `json:"retry_after_ms,omitempty"`
-}
-
-type errorBody struct {
-	Error errorJSON `json:"error"`
-}
-
-// writeError writes err as the JSON error shape with the status of its
-// code; unknown errors are 500 "internal" and logged, their text withheld.
-// A 423 carries Retry-After in whole seconds, rounded to the nearest (0:
-// retry at once), and retry_after_ms exactly (paper 001 §4.4): the expected
-// rest of the restriction, never the lease.
+// writeError writes err as the JSON error shape (httproute.WriteError).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e := services.ToError(err)
-	body := errorJSON{Code: string(e.Code), Message: e.Message, Lock: e.Lock}
-	status := e.Code.HTTPStatus()
-	switch e.Code {
-	case contract.CodeInternal:
-		s.log.Error("api: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		body.Message = "internal error"
-	case contract.CodeLocked:
-		ra := max(e.RetryAfter, 0)
-		secs := int64((ra + time.Second/2) / time.Second)
-		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-		ms := ra.Milliseconds()
-		body.RetryAfterMS = &ms
-	case contract.CodeUnauthorized:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="cutover"`)
-	case contract.CodeUnavailable:
-		w.Header().Set("Retry-After", "1")
-	}
-	writeErrorBody(w, status, body)
-}
-
-func writeErrorBody(w http.ResponseWriter, status int, body errorJSON) {
-	writeJSON(w, status, errorBody{Error: body})
+	httproute.WriteError(w, r, err, s.log)
 }
 
 // writeJSON writes v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httproute.WriteJSON(w, status, v) }
 
 // authError maps an Authenticator error: a *contract.Error keeps its code,
 // anything else is 401.

@@ -20,80 +20,23 @@ type routed struct {
 	dec kvrouting.Decision
 }
 
-// resolverFor returns the resolver of region.
-func (s *Server) resolverFor(region string) *kvrouting.Resolver {
-	if rv := s.cfg.Resolvers[region]; rv != nil {
-		return rv
-	}
-	return s.cfg.Resolver
-}
-
-// route resolves res, picks the region that serves it (the primary, or the
-// pinned region), names it in w's ServedByHeader (w may be nil: a side
-// lookup that serves nothing), and takes the decision
-// for op there (paper 001 §5.2). what
-// names the resource in a not-found message. Errors: *contract.Error —
-// not_found (no routing document), invalid (bad id, unknown pinned region),
-// unavailable (routing store down, or a region this server does not serve).
+// route routes the request on res for op (httproute.Router.Route) and
+// finds the chat services of the region that serves it.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, res kvrouting.Resource, op kvrouting.OpClass, what string) (routed, error) {
-	ctx := r.Context()
-	front := s.resolverFor(s.cfg.DefaultRegion)
-	rs, err := front.Resolve(ctx, res)
+	rt, err := s.router.Route(w, r, res, op, what)
 	if err != nil {
-		return routed{}, routingError(err, what, res.ID)
+		return routed{}, err
 	}
-	region := rs.Doc.Primary.Region
-	pinned := false
-	if pin := r.Header.Get(RegionHeader); pin != "" && s.cfg.AllowRegionPin {
-		pinned = true
-		if s.cfg.Regions[pin] == nil {
-			return routed{}, contract.Errorf(contract.CodeInvalid, "pinned region %q is not served here", pin)
-		}
-		region = pin
-	}
-	reg := s.cfg.Regions[region]
-	if reg == nil {
-		return routed{}, contract.Errorf(contract.CodeUnavailable, "%s %q lives in region %s, which this server does not serve", what, res.ID, region)
-	}
-	// Which region served the request, on every response from here on
-	// (also a 423 or an error of the region's services).
-	if w != nil {
-		w.Header().Set(ServedByHeader, region)
-	}
-	// The region that executes decides, with its own routing view.
-	rv := s.resolverFor(region)
-	if rv != front {
-		if rs, err = rv.Resolve(ctx, res); err != nil {
-			return routed{}, routingError(err, what, res.ID)
-		}
-	}
-	if !pinned && region != rs.Doc.Primary.Region {
-		// The front resolver's view sent the request to a region whose own
-		// view names another primary: one of them is stale. Unrouted, the
-		// region's services would serve their copy as it is (a read would
-		// miss writes acknowledged at the primary: chaos's stale_reads),
-		// so the request resolves again from the leader ("moved").
-		return routed{}, &contract.Error{Code: contract.CodeLocked, Lock: "moved",
-			Message: "resource has moved to another region; resolve it again"}
-	}
-	c := rv.Config()
-	d := kvrouting.Decide(rs.Doc, region, op, c.Clock(), c.ClockSkew)
-	if w != nil && region == rs.Doc.Primary.Region {
-		// The services' reads carry this routing's authority to the
-		// stores' admission (services.SetRouted); a read pinned elsewhere
-		// reads that region's copy as it is.
-		services.SetRouted(ctx, res.String(), d.Authority)
-	}
-	return routed{region: reg, doc: rs.Doc, dec: d}, nil
+	return routed{region: s.cfg.Regions[rt.Region], doc: rt.Doc, dec: rt.Decision}, nil
 }
 
 // decideAt takes the decision for op on a document just written (a new
 // resource registered by this request).
 func (s *Server) decideAt(doc *kvrouting.Document, region string, op kvrouting.OpClass) kvrouting.Decision {
-	c := s.resolverFor(region).Config()
-	return kvrouting.Decide(doc, region, op, c.Clock(), c.ClockSkew)
+	return s.router.Decide(doc, region, op)
 }
 
+// routingError is a routing store's error as the API answers it.
 func routingError(err error, what, id string) error {
 	switch {
 	case errors.Is(err, kvrouting.ErrNotFound):

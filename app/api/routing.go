@@ -61,7 +61,7 @@ func (s *Server) getRouting(w http.ResponseWriter, r *http.Request, who Identity
 	if err := res.Validate(); err != nil {
 		return contract.Errorf(contract.CodeInvalid, "%v", err)
 	}
-	rs, err := s.resolverFor(s.cfg.DefaultRegion).Resolve(r.Context(), res)
+	rs, err := s.router.ResolverFor(s.cfg.DefaultRegion).Resolve(r.Context(), res)
 	if err != nil {
 		return routingError(err, "resource", res.String())
 	}

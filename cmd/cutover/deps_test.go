@@ -52,7 +52,7 @@ func TestLibrariesDoNotLinkTheServer(t *testing.T) {
 	if err != nil {
 		t.Skip("go not on PATH")
 	}
-	for _, pkg := range []string{"../../kvrouting", "../../app/client", "../../events", "../../services/contract", "../../services/participant", "../../services/pgstore", "../../services/conformance", "../../nats/natsclient", "../../orchestrator", "../../projector", "../../services/contractnats"} {
+	for _, pkg := range []string{"../../kvrouting", "../../app/client", "../../events", "../../services/contract", "../../services/participant", "../../services/pgstore", "../../services/conformance", "../../services/httproute", "../../nats/natsclient", "../../orchestrator", "../../projector", "../../services/contractnats"} {
 		out, err := exec.Command(gobin, "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", pkg, err)

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cutover/cutover/services/httproute"
 	"io"
 	"strings"
 	"time"
 
-	"github.com/cutover/cutover/app/api"
 	"github.com/cutover/cutover/internal/demo"
 	"github.com/cutover/cutover/internal/ops"
 	"github.com/cutover/cutover/internal/system"
@@ -103,7 +103,7 @@ type queueFlags struct {
 func addQueueFlags(fs *flag.FlagSet) queueFlags {
 	return queueFlags{
 		writes: fs.Duration("queue-writes", system.DefaultQueueWrites, "how long the API parks a write that meets a write lock or fence, until the routing changes, before answering 423 (0 = no queueing)"),
-		max:    fs.Int("queue-max", api.DefaultQueueMax, "writes parked at once (each resource gets at most 64 of them)"),
+		max:    fs.Int("queue-max", httproute.DefaultQueueMax, "writes parked at once (each resource gets at most 64 of them)"),
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/cutover/cutover/services/httproute"
 
 	"log/slog"
 	"net/http"
@@ -16,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cutover/cutover/app/api"
 	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
@@ -120,7 +120,7 @@ func New() *Metrics {
 		routing: &routingCollector{},
 		clients: &clientCollector{},
 	}
-	for _, o := range []string{api.QueueApplied, api.QueueTimeout, api.QueueOverflow} {
+	for _, o := range []string{httproute.QueueApplied, httproute.QueueTimeout, httproute.QueueOverflow} {
 		m.queued.WithLabelValues(o)
 	}
 	for _, r := range rollbackReasons {
@@ -140,10 +140,10 @@ func New() *Metrics {
 }
 
 // ObserveQueued counts a parked write's outcome and its wait
-// (api.QueueObserver).
+// (httproute.QueueObserver).
 func (m *Metrics) ObserveQueued(outcome string, wait time.Duration) {
 	m.queued.WithLabelValues(outcome).Inc()
-	if outcome != api.QueueOverflow {
+	if outcome != httproute.QueueOverflow {
 		m.queueWait.Observe(wait.Seconds())
 	}
 }

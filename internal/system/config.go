@@ -88,7 +88,7 @@ type Config struct {
 	// QueueWrites is how long the API parks a write refused by a write lock
 	// or fence before answering 423 (api.Config.QueueWrites): 0 = the
 	// default, 2 s; negative = no queueing. QueueMax bounds the writes
-	// parked at once (0 = api.DefaultQueueMax).
+	// parked at once (0 = httproute.DefaultQueueMax).
 	QueueWrites time.Duration
 	QueueMax    int
 	// ContractSecret is the deployment's contract secret

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cutover/cutover/services/httproute"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -431,7 +432,7 @@ func serveContracts(in contractsIn) error {
 // Users authenticate with signed tokens for api.AudienceAPI (AuthSecret),
 // or, with InsecureDevAuth and no AuthSecret, with development tokens
 // (api.DevAuth). Errors: ErrConfig with neither; the API's.
-func NewAPI(cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker, obs api.QueueObserver) (*api.Server, error) {
+func NewAPI(cfg *Config, regions Regions, rs Resolvers, lk *kvrouting.Locker, obs httproute.QueueObserver) (*api.Server, error) {
 	svcs := map[string]string{"validator": cfg.ServiceSecret}
 	var auth api.Authenticator
 	switch {

@@ -7,12 +7,12 @@ package core
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/httproute"
 	"github.com/cutover/cutover/services/participant"
 	"github.com/cutover/cutover/services/store"
 )
@@ -76,23 +76,10 @@ func (c *Core) Store() *store.Store { return c.st }
 // Now returns the service clock's time.
 func (c *Core) Now() time.Time { return c.clock() }
 
-// LockedError is the 423 for a rejecting decision: Retry-After is the
-// decision's hint (paper 001 §4.4) — under a write lock the expected rest of
-// Phase 3, never the lease; at a region that is not the primary, 0: the
-// resource has moved, resolve its routing again.
+// LockedError is the 423 for a rejecting decision (httproute.Refusal).
 func LockedError(d kvrouting.Decision) *contract.Error {
-	reason := d.Reason
-	if reason == "" {
-		reason = "locked"
-	}
-	msg := fmt.Sprintf("resource locked (%s) while a migration switches regions; retry in a moment", reason)
-	switch {
-	case d.Primary != "" && (d.Reason == kvrouting.ReasonNotAuthoritative || d.Reason == kvrouting.ReasonLockedSecondary):
-		msg = fmt.Sprintf("resource has moved: it is served by region %s; resolve it again", d.Primary)
-	case d.Reason == kvrouting.ReasonNotAuthoritative || d.Reason == kvrouting.ReasonLockedSecondary:
-		msg = "resource has moved to another region; resolve it again"
-	}
-	return &contract.Error{Code: contract.CodeLocked, Message: msg, RetryAfter: d.RetryHint, Lock: reason}
+	d.Outcome = kvrouting.Reject
+	return httproute.Refusal(d)
 }
 
 // Check applies the outcome of d to an operation of class op before

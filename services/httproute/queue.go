@@ -1,4 +1,4 @@
-package api
+package httproute
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cutover/cutover/app/chat"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
@@ -18,7 +17,7 @@ import (
 // Server-side write queueing. A write that meets a write lock
 // or a write fence in force is parked — no store lock held, nothing written
 // — until the resource's routing document changes (one KV watcher per
-// Server, shared by every parked write) or Config.QueueWrites elapses. It is
+// Router, shared by every parked write) or Config.QueueWrites elapses. It is
 // then resolved again through the leader and run at the region the fresh
 // document names. Clients that cannot retry (browsers, curl, other
 // languages) therefore see no 423 at all when the write lock is shorter
@@ -31,7 +30,7 @@ const QueuedHeader = "Cutover-Queued-Ms"
 
 // Queue defaults (Config.EnsureDefaults, with QueueWrites > 0).
 const (
-	// DefaultQueueMax bounds the writes parked at once in one Server.
+	// DefaultQueueMax bounds the writes parked at once in one Router.
 	DefaultQueueMax = 1024
 	// DefaultQueuePerResource bounds the writes parked at once on one
 	// resource.
@@ -56,7 +55,7 @@ type QueueObserver interface {
 	ObserveQueued(outcome string, wait time.Duration)
 }
 
-// QueueStats counts the queue's outcomes since the Server started.
+// QueueStats counts the queue's outcomes since the Router started.
 type QueueStats struct {
 	Queued, Applied, Timeouts, Overflows uint64
 }
@@ -200,11 +199,11 @@ func (q *writeQueue) snapshot() QueueStats {
 	return q.stats
 }
 
-// queueable reports whether err is a refusal worth parking for: a 423 of a
+// Queueable reports whether err is a refusal worth parking for: a 423 of a
 // write lock or a write fence in force (not "moved": that one is resolved
 // again at once).
-func queueable(err error) bool {
-	if err == nil || moved(err) {
+func Queueable(err error) bool {
+	if err == nil || Moved(err) {
 		return false
 	}
 	return services.ToError(err).Code == contract.CodeLocked
@@ -213,30 +212,29 @@ func queueable(err error) bool {
 // park runs the write again, each time its resource's routing document
 // changes, until it is no longer refused by a lock or QueueWrites has
 // passed since the first refusal. It returns the last run's error.
-func (s *Server) park(w http.ResponseWriter, r *http.Request, run func() error, err error) error {
-	q := s.queue
-	id := r.PathValue("id")
-	key := kvrouting.Resource{Kind: chat.KindConversation, ID: id}.Key()
+func (rt *Router) park(w http.ResponseWriter, r *http.Request, res kvrouting.Resource, run func() error, err error) error {
+	q := rt.queue
+	key := res.Key()
 	start := time.Now()
 	if !q.admit(key) {
-		s.observeQueued(QueueOverflow, 0)
+		rt.observeQueued(QueueOverflow, 0)
 		return err
 	}
-	deadline := time.NewTimer(s.cfg.QueueWrites)
+	deadline := time.NewTimer(rt.cfg.QueueWrites)
 	defer deadline.Stop()
 	outcome := QueueTimeout
 	defer func() {
 		wait := time.Since(start)
 		q.leave(key, outcome)
-		s.observeQueued(outcome, wait)
+		rt.observeQueued(outcome, wait)
 	}()
-	for queueable(err) {
+	for Queueable(err) {
 		// Subscribe before the leader read, so that a change between the
 		// two still wakes this write.
 		ch := q.changed(key)
-		s.refresh(r.Context(), id)
+		rt.Refresh(r.Context(), res)
 		w.Header().Set(QueuedHeader, strconv.FormatInt(time.Since(start).Milliseconds(), 10))
-		if err = run(); !queueable(err) {
+		if err = run(); !Queueable(err) {
 			q.forget(key, ch)
 			outcome = QueueApplied
 			break
@@ -256,25 +254,25 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request, run func() error, 
 	return err
 }
 
-func (s *Server) observeQueued(outcome string, wait time.Duration) {
-	if s.cfg.QueueObserver != nil {
-		s.cfg.QueueObserver.ObserveQueued(outcome, wait)
+func (rt *Router) observeQueued(outcome string, wait time.Duration) {
+	if rt.cfg.QueueObserver != nil {
+		rt.cfg.QueueObserver.ObserveQueued(outcome, wait)
 	}
 }
 
 // QueueStats returns the write queue's counters (zero when queueing is
 // off).
-func (s *Server) QueueStats() QueueStats {
-	if s.queue == nil {
+func (rt *Router) QueueStats() QueueStats {
+	if rt.queue == nil {
 		return QueueStats{}
 	}
-	return s.queue.snapshot()
+	return rt.queue.snapshot()
 }
 
 // Close stops the write queue's routing watcher; parked writes run once
-// more and answer. The Server keeps serving without queueing.
-func (s *Server) Close() {
-	if s.queue != nil {
-		s.queue.close()
+// more and answer. The Router keeps routing without queueing.
+func (rt *Router) Close() {
+	if rt.queue != nil {
+		rt.queue.close()
 	}
 }
