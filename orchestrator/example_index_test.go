@@ -4,60 +4,28 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"time"
 
-	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/internal/system"
-	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/nats/natsclient"
+	"github.com/cutover/cutover/orchestrator"
 )
 
-// Example_migrationsOf (Client.MigrationsOf) finds a resource's migrations through the
-// resource index (one subject filter on MIGRATION_INDEX), not by reading
-// every migration's events.
+// Example_migrationsOf finds a resource's migrations (Client.MigrationsOf)
+// through the resource index (one subject filter on MIGRATION_INDEX), not
+// by reading every migration's events: a library user needs nothing but a
+// NATS connection to the deployment (natsclient.Connect; no embedded
+// server). TestMigrationsOf runs the same against a whole deployment.
 func Example_migrationsOf() {
 	ctx := context.Background()
-	sys, err := system.Start(ctx, system.Config{InMemory: true})
+	nc, js, err := natsclient.Connect(ctx, "nats://127.0.0.1:4222")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer sys.Close()
-	if _, err := sys.Locker.Register(ctx, mustResource("conv/lunch"), sys.Source); err != nil {
-		log.Fatal(err)
-	}
-	there, err := sys.Orch.Start(ctx, events.Start{Resource: "conv/lunch", Target: sys.Target})
+	defer nc.Close()
+	ids, err := orchestrator.NewClient(nc, js).MigrationsOf(ctx, "conv/lunch")
 	if err != nil {
 		log.Fatal(err)
 	}
-	waitDone(ctx, sys, there)
-	back, err := sys.Orch.Start(ctx, events.Start{Resource: "conv/lunch", Target: sys.Source})
-	if err != nil {
-		log.Fatal(err)
+	for _, id := range ids {
+		fmt.Println(id)
 	}
-	waitDone(ctx, sys, back)
-	ids, err := sys.Orch.MigrationsOf(ctx, "conv/lunch")
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(len(ids), ids[0] == there, ids[1] == back)
-	// Output: 2 true true
-}
-
-func mustResource(s string) kvrouting.Resource {
-	r, err := kvrouting.ParseResource(s)
-	if err != nil {
-		log.Fatal(err)
-	}
-	return r
-}
-
-// waitDone polls the migration's state until it has ended.
-func waitDone(ctx context.Context, sys *system.System, id string) {
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if st, _, err := sys.Orch.State(ctx, id); err == nil && st.Status.Terminal() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	log.Fatalf("migration %s did not end", id)
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -90,6 +92,32 @@ func TestFrameworkDoesNotImportTheApp(t *testing.T) {
 			if strings.HasPrefix(dep, "github.com/cutover/cutover/app/") {
 				t.Errorf("framework package %s depends on the app's %s", f[0], dep)
 			}
+		}
+	}
+}
+
+// TestExamplesUseNoInternalPackages: the Examples `go doc` shows import
+// only what a library user can import.
+func TestExamplesUseNoInternalPackages(t *testing.T) {
+	files, err := filepath.Glob("../../*/example*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob("../../*/*/example*_test.go")
+	files = append(files, more...)
+	if len(files) < 5 {
+		t.Fatalf("found only %d example files: %v", len(files), files)
+	}
+	for _, f := range files {
+		if strings.Contains(f, "/internal/") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), `"github.com/cutover/cutover/internal/`) {
+			t.Errorf("%s imports an internal package", f)
 		}
 	}
 }
