@@ -2,9 +2,9 @@ package services
 
 import (
 	"context"
-	"slices"
 
 	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/participant"
 	"github.com/cutover/cutover/services/store"
 )
 
@@ -126,40 +126,15 @@ func (p *StoreParticipant) Export(ctx context.Context, req contract.ExportReques
 		return contract.Page{}, ToError(err)
 	}
 	// Keep the page under the byte cap; the rest follows in the next page.
-	size := 0
-	for i, r := range recs {
-		size += len(r.Data) + len(r.ID) + len(r.Kind) + 64
-		for _, ref := range r.Refs {
-			size += len(ref) + 2
-		}
-		if size > p.opts.MaxPageBytes && i > 0 {
-			recs, more = recs[:i], true
-			last = recs[i-1].Seq
-			break
-		}
+	if fit, cut := participant.FitPage(recs, p.opts.MaxPageBytes); cut {
+		recs, more, last = fit, true, fit[len(fit)-1].Seq
 	}
 	page.Records, page.Next, page.More = recs, last, more
 	if len(recs) == 0 {
 		page.Next = req.Cursor
 	}
-	page.Dependents = p.discover(recs)
+	page.Dependents = participant.Dependents(recs, p.opts.Discover)
 	return page, nil
-}
-
-func (p *StoreParticipant) discover(recs []contract.Record) []string {
-	var deps []string
-	for _, r := range recs {
-		if r.Deleted {
-			continue
-		}
-		refs := r.Refs
-		if p.opts.Discover != nil {
-			refs = p.opts.Discover(r)
-		}
-		deps = append(deps, refs...)
-	}
-	slices.Sort(deps)
-	return slices.Compact(deps)
 }
 
 // Import implements contract.Participant (store.Store.Import, then the
@@ -171,15 +146,9 @@ func (p *StoreParticipant) Import(ctx context.Context, req contract.ImportReques
 	if req.Resource == "" {
 		return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "import: empty resource")
 	}
-	var recs []contract.Record
-	if pg := req.Page; pg != nil {
-		if pg.Service != "" && pg.Service != p.service {
-			return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page of service %q imported into %q", pg.Service, p.service)
-		}
-		if pg.Resource != "" && pg.Resource != req.Resource {
-			return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page of %q in an import of %q", pg.Resource, req.Resource)
-		}
-		recs = pg.Records
+	recs, err := participant.PageRecords(p.service, req)
+	if err != nil {
+		return contract.ImportResult{}, err
 	}
 	applied, removed, err := p.st.Import(req.Resource, req.Authority, req.Reset, recs)
 	if err != nil {

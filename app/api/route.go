@@ -2,13 +2,13 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/cutover/cutover/app/chat"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/httproute"
 )
 
 // routed is where a request goes and what it may do there.
@@ -36,16 +36,9 @@ func (s *Server) decideAt(doc *kvrouting.Document, region string, op kvrouting.O
 	return s.router.Decide(doc, region, op)
 }
 
-// routingError is a routing store's error as the API answers it.
-func routingError(err error, what, id string) error {
-	switch {
-	case errors.Is(err, kvrouting.ErrNotFound):
-		return contract.Errorf(contract.CodeNotFound, "%s %q not found", what, id)
-	case errors.Is(err, kvrouting.ErrInvalid):
-		return contract.Errorf(contract.CodeInvalid, "%s id %q: %v", what, id, err)
-	}
-	return services.ToError(err)
-}
+// routingError is a routing store's error as the API answers it
+// (httproute.RoutingError).
+func routingError(err error, what, id string) error { return httproute.RoutingError(err, what, id) }
 
 // conversation routes a request on conversation id for op, checks that who
 // is a participant at the serving region, then refuses the request with

@@ -173,7 +173,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, res kvrouting.Re
 	front := rt.ResolverFor(rt.cfg.DefaultRegion)
 	rs, err := front.Resolve(ctx, res)
 	if err != nil {
-		return Route{}, routingError(err, what, res.ID)
+		return Route{}, RoutingError(err, what, res.ID)
 	}
 	region := rs.Doc.Primary.Region
 	pinned := false
@@ -196,7 +196,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, res kvrouting.Re
 	rv := rt.ResolverFor(region)
 	if rv != front {
 		if rs, err = rv.Resolve(ctx, res); err != nil {
-			return Route{}, routingError(err, what, res.ID)
+			return Route{}, RoutingError(err, what, res.ID)
 		}
 	}
 	if !pinned && region != rs.Doc.Primary.Region {
@@ -225,7 +225,10 @@ func (rt *Router) Decide(doc *kvrouting.Document, region string, op kvrouting.Op
 	return kvrouting.Decide(doc, region, op, c.Clock(), c.ClockSkew)
 }
 
-func routingError(err error, what, id string) error {
+// RoutingError is a routing store's error as an API answers it: not_found
+// (no routing document), invalid (a bad id), or the store's own
+// (services.ToError: unavailable, ...). what names the resource.
+func RoutingError(err error, what, id string) error {
 	switch {
 	case errors.Is(err, kvrouting.ErrNotFound):
 		return contract.Errorf(contract.CodeNotFound, "%s %q not found", what, id)

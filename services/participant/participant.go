@@ -3,7 +3,6 @@ package participant
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/cutover/cutover/services/contract"
@@ -223,45 +222,15 @@ func (p *Participant) Export(ctx context.Context, req contract.ExportRequest) (c
 		recs = recs[:req.Limit]
 	}
 	// Keep the page under the byte cap; the rest follows in the next page.
-	size := 0
-	for i, r := range recs {
-		size += recordSize(&r)
-		if size > p.o.MaxPageBytes && i > 0 {
-			recs, more = recs[:i], true
-			break
-		}
+	if fit, cut := FitPage(recs, p.o.MaxPageBytes); cut {
+		recs, more = fit, true
 	}
 	page.Records, page.More = recs, more
 	if len(recs) > 0 {
 		page.Next = recs[len(recs)-1].Seq
 	}
-	page.Dependents = p.discover(recs)
+	page.Dependents = Dependents(recs, p.o.Discover)
 	return page, nil
-}
-
-// recordSize estimates a record's encoded size in a page.
-func recordSize(r *contract.Record) int {
-	n := len(r.Data) + len(r.ID) + len(r.Kind) + 64
-	for _, ref := range r.Refs {
-		n += len(ref) + 2
-	}
-	return n
-}
-
-func (p *Participant) discover(recs []contract.Record) []string {
-	var deps []string
-	for _, r := range recs {
-		if r.Deleted {
-			continue
-		}
-		refs := r.Refs
-		if p.o.Discover != nil {
-			refs = p.o.Discover(r)
-		}
-		deps = append(deps, refs...)
-	}
-	slices.Sort(deps)
-	return slices.Compact(deps)
 }
 
 // Import implements contract.Participant: in one transaction, the request's
@@ -274,18 +243,9 @@ func (p *Participant) discover(recs []contract.Record) []string {
 // Version and times and get a local Seq. An invalid record refuses the
 // whole page.
 func (p *Participant) Import(ctx context.Context, req contract.ImportRequest) (contract.ImportResult, error) {
-	var recs []contract.Record
-	if pg := req.Page; pg != nil {
-		if pg.Service != "" && pg.Service != p.service {
-			return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page of service %q imported into %q", pg.Service, p.service)
-		}
-		if pg.Resource != "" && pg.Resource != req.Resource {
-			return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page of %q in an import of %q", pg.Resource, req.Resource)
-		}
-		recs = pg.Records
-	}
-	if len(recs) > MaxPageRecords {
-		return contract.ImportResult{}, contract.Errorf(contract.CodeInvalid, "page of %d records above %d", len(recs), MaxPageRecords)
+	recs, err := PageRecords(p.service, req)
+	if err != nil {
+		return contract.ImportResult{}, err
 	}
 	for i := range recs {
 		if err := p.validRecord(&recs[i]); err != nil {
@@ -300,7 +260,7 @@ func (p *Participant) Import(ctx context.Context, req contract.ImportRequest) (c
 		op = contract.OpReset
 	}
 	res := contract.ImportResult{Total: len(recs)}
-	err := p.update(ctx, req.Resource, func(tx Tx) error {
+	err = p.update(ctx, req.Resource, func(tx Tx) error {
 		res.Applied, res.Removed = 0, 0 // a retried transaction starts again
 		if _, err := p.admit(tx, tx, req.Resource, op, req.Authority); err != nil {
 			return err
