@@ -93,6 +93,9 @@ type RegionOptions struct {
 type Region struct {
 	name   string
 	stores []*store.Store
+	// kitStorage is the messages' storage on the participant kit (nil:
+	// Pebble).
+	kitStorage participant.Storage
 
 	conversations *conversations.Service
 	messages      *messages.Service
@@ -155,6 +158,7 @@ func OpenRegion(opts RegionOptions) (*Region, error) {
 	}
 	r.conversations = conversations.New(sts[0], conversations.Options{Clock: opts.Clock})
 	if opts.MessagesStorage != nil {
+		r.kitStorage = opts.MessagesStorage
 		kit := participant.New(messages.ServiceName, opts.MessagesStorage, participant.Options{SliceWidth: opts.SliceWidth, Now: opts.Clock})
 		r.messages = messages.NewKit(kit, messages.Options{Clock: opts.Clock})
 	} else {
@@ -165,6 +169,11 @@ func OpenRegion(opts RegionOptions) (*Region, error) {
 	r.media = media.New(sts[4], media.Options{Clock: opts.Clock, MaxBytes: opts.MaxMediaBytes})
 	return r, nil
 }
+
+// MessagesStorage is the storage the messages service keeps its records
+// in through the participant kit (RegionOptions.MessagesStorage); nil on
+// Pebble.
+func (r *Region) MessagesStorage() participant.Storage { return r.kitStorage }
 
 // Name returns the region's name.
 func (r *Region) Name() string { return r.name }

@@ -17,7 +17,11 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/internal/metrics"
+	"github.com/cutover/cutover/internal/pgserver/pgtest"
 	"github.com/cutover/cutover/internal/system"
+	"github.com/cutover/cutover/services/contract"
+	"github.com/cutover/cutover/services/participant"
+	"github.com/cutover/cutover/services/pgstore"
 
 	"github.com/cutover/cutover/app/chat"
 	"github.com/cutover/cutover/services/store"
@@ -786,5 +790,39 @@ func TestSweepRegions(t *testing.T) {
 	}
 	if n, err := system.SweepRegions(regions, time.Now().Add(2*time.Hour)); err != nil || n != 0 {
 		t.Fatalf("second sweep: %d, %v", n, err)
+	}
+}
+
+// TestSweepRegionsPostgres: the sweep also removes the expired tombstones
+// of messages kept in PostgreSQL (the participant kit), and only those.
+func TestSweepRegionsPostgres(t *testing.T) {
+	pg, err := pgstore.Open(t.Context(), pgtest.Database(t), pgstore.Options{Service: "messages@us-east", TombstoneTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pg.Close)
+	r, err := chat.OpenRegion(chat.RegionOptions{Name: "us-east", InMemory: true, TombstoneTTL: time.Hour, MessagesStorage: pg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	kit := participant.New("messages", pg, participant.Options{})
+	for _, id := range []string{"a", "b"} {
+		if _, err := kit.Put(t.Context(), "conv/x", contract.Record{ID: id, Kind: "message"}, true, contract.Authority{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kit.Delete(t.Context(), "conv/x", "a", true, contract.Authority{}); err != nil {
+		t.Fatal(err)
+	}
+	regions := system.Regions{"us-east": r}
+	if n, err := system.SweepRegions(regions, time.Now()); err != nil || n != 0 {
+		t.Fatalf("sweep before expiry: %d, %v", n, err)
+	}
+	if n, err := system.SweepRegions(regions, time.Now().Add(2*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("sweep after expiry: %d (want 1), %v", n, err)
+	}
+	if recs, err := kit.Records(t.Context(), "conv/x"); err != nil || len(recs) != 1 || recs[0].ID != "b" {
+		t.Fatalf("after the sweep: %v, %v", recs, err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/cutover/cutover/services/httproute"
 	"io"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/cutover/cutover/internal/ops"
 	"github.com/cutover/cutover/internal/system"
 	cnats "github.com/cutover/cutover/nats"
+	"github.com/cutover/cutover/services/httproute"
 )
 
 // errHelp is returned when --help was asked for; the usage is already printed.

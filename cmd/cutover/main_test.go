@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/cutover/cutover/internal/pgserver/pgtest"
-	"github.com/jackc/pgx/v5"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cutover/cutover/internal/pgserver/pgtest"
+	"github.com/jackc/pgx/v5"
 )
 
 func run(t *testing.T, args ...string) (int, string, string) {

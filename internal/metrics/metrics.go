@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/cutover/cutover/services/httproute"
 
 	"log/slog"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"github.com/cutover/cutover/app/client"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services/httproute"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"

@@ -2,12 +2,12 @@ package ops
 
 import (
 	"encoding/json"
-	"github.com/cutover/cutover/internal/wire"
 	"io"
 	"slices"
 	"time"
 
 	"github.com/cutover/cutover/events"
+	"github.com/cutover/cutover/internal/wire"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/projector/httpapi"
 )

@@ -346,6 +346,16 @@ func SweepRegions(regions Regions, now time.Time) (int, error) {
 				errs = append(errs, fmt.Errorf("%s/%s: %w", name, p.Service(), err))
 			}
 		}
+		// The messages on the participant kit (PostgreSQL) sweep their own.
+		if sw, ok := regions[name].MessagesStorage().(interface {
+			SweepTombstones(context.Context, time.Time) (int, error)
+		}); ok {
+			n, err := sw.SweepTombstones(context.Background(), now)
+			total += n
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s/messages: %w", name, err))
+			}
+		}
 	}
 	return total, errors.Join(errs...)
 }

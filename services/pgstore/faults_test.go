@@ -288,3 +288,53 @@ func TestServerRestartedMidDelta(t *testing.T) {
 		t.Fatalf("delta after the restart: %+v", pg.Records)
 	}
 }
+
+// Tombstones go after their TTL, live records never, and the tombstones of
+// a resource this store imports stay.
+func TestSweepTombstones(t *testing.T) {
+	ctx := t.Context()
+	st, err := pgstore.Open(ctx, pgtest.Database(t), pgstore.Options{Service: "kit", TombstoneTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	p := participant.New("kit", st, participant.Options{})
+	old := time.Now().Add(-2 * time.Hour).UnixNano()
+	ts := func(id string, at int64) contract.Record {
+		return contract.Record{ID: id, Kind: "note", Version: 2, CreatedAt: 1_000, Deleted: true, DeletedAt: at}
+	}
+	// conv/a: a primary with an expired tombstone, a fresh one and a live record.
+	if _, err := p.Import(ctx, contract.ImportRequest{Resource: "conv/a", Authority: importing(5),
+		Page: &contract.Page{Records: []contract.Record{ts("old", old), ts("new", time.Now().UnixNano()), live("l", 1)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Authorize(ctx, "conv/a", contract.Authority{Rev: 6, Role: contract.RolePrimary}); err != nil {
+		t.Fatal(err)
+	}
+	// conv/b: still importing, an expired tombstone.
+	if _, err := p.Import(ctx, contract.ImportRequest{Resource: "conv/b", Authority: importing(5),
+		Page: &contract.Page{Records: []contract.Record{ts("old", old)}}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.SweepTombstones(ctx, time.Now())
+	if err != nil || n != 1 {
+		t.Fatalf("swept %d, %v; want 1", n, err)
+	}
+	ids := func(res string) []string {
+		recs, err := p.Records(ctx, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got := fmt.Sprint(ids("conv/a")); got != "[new l]" {
+		t.Fatalf("conv/a after the sweep: %s", got)
+	}
+	if got := fmt.Sprint(ids("conv/b")); got != "[old]" {
+		t.Fatalf("conv/b (importing) after the sweep: %s", got)
+	}
+}

@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -52,13 +53,21 @@ type Options struct {
 	Service string
 	// MaxConns caps the pool's connections (0: pgxpool's default).
 	MaxConns int32
+	// TombstoneTTL is how long a tombstone is kept before SweepTombstones
+	// removes it (0: DefaultTombstoneTTL; paper 001 Table 5).
+	TombstoneTTL time.Duration
 }
+
+// DefaultTombstoneTTL is the tombstones' default lifetime (paper 001
+// Table 5), as the Pebble store's.
+const DefaultTombstoneTTL = 30 * 24 * time.Hour
 
 // Store is a participant.Storage over a PostgreSQL database. Safe for
 // concurrent use.
 type Store struct {
 	pool    *pgxpool.Pool
 	service string
+	ttl     time.Duration
 }
 
 var _ participant.Storage = (*Store)(nil)
@@ -88,7 +97,50 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("pgstore: open %s: %w", cfg.ConnConfig.Host, err)
 	}
-	return &Store{pool: pool, service: o.Service}, nil
+	if o.TombstoneTTL <= 0 {
+		o.TombstoneTTL = DefaultTombstoneTTL
+	}
+	return &Store{pool: pool, service: o.Service, ttl: o.TombstoneTTL}, nil
+}
+
+// SweepTombstones removes the tombstones deleted at least TombstoneTTL
+// before now (paper 001 §4.3: tombstones expire by TTL), one resource at a
+// time under its row lock, and returns how many went. The tombstones of a
+// resource whose authority here is importing stay until it is not (a late
+// page's older live copy must still meet them). On error, those removed
+// before it stay removed.
+func (s *Store) SweepTombstones(ctx context.Context, now time.Time) (int, error) {
+	cutoff := now.Add(-s.ttl).UnixNano()
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT resource FROM cutover_records WHERE service = $1 AND deleted AND deleted_at <= $2`, s.service, cutoff)
+	if err != nil {
+		return 0, err
+	}
+	resources, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, res := range resources {
+		n := 0
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var role string
+			err := tx.QueryRow(ctx, `SELECT role FROM cutover_resources WHERE service = $1 AND resource = $2 FOR UPDATE`, s.service, res).Scan(&role)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if contract.Role(role) == contract.RoleImporting {
+				return nil
+			}
+			tag, err := tx.Exec(ctx, `DELETE FROM cutover_records WHERE service = $1 AND resource = $2 AND deleted AND deleted_at <= $3`, s.service, res, cutoff)
+			n = int(tag.RowsAffected())
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // Close closes the pool.
