@@ -105,12 +105,18 @@ func (p *Participant) admit(r Reader, tx Tx, resource string, op contract.Op, a 
 	return d, nil
 }
 
-// update runs fn in an Update after checking the resource.
-func (p *Participant) update(ctx context.Context, resource string, fn func(Tx) error) error {
+// run runs fn in an Update after checking the resource; the storage's
+// errors come back as they are (the user path's).
+func (p *Participant) run(ctx context.Context, resource string, fn func(Tx) error) error {
 	if err := validResource(resource); err != nil {
 		return err
 	}
-	return fail(p.st.Update(ctx, resource, fn))
+	return p.st.Update(ctx, resource, fn)
+}
+
+// update is run with the error crossing the contract (fail).
+func (p *Participant) update(ctx context.Context, resource string, fn func(Tx) error) error {
+	return fail(p.run(ctx, resource, fn))
 }
 
 // Authorize implements contract.Participant.
@@ -399,7 +405,7 @@ func (p *Participant) ReadSlice(ctx context.Context, resource string, from, to i
 	for {
 		recs, err := p.list(ctx, resource, from, to, afterC, afterID, MaxPageRecords, nil)
 		if err != nil {
-			return nil, err
+			return nil, fail(err)
 		}
 		out = append(out, recs...)
 		if len(recs) < MaxPageRecords {

@@ -10,7 +10,8 @@
 // (and contract.Repairer) plus the service's user path (Put, Delete, Get,
 // List); contracttest.Run proves an adapter.
 //
-// Adapters here: services/pgstore (PostgreSQL). A service's records are
+// Adapters here: services/store (Pebble: the reference services' store)
+// and services/pgstore (PostgreSQL). A service's records are
 // contract.Records: an id, a kind, opaque Data, Refs; the kit keeps
 // Version, Seq, CreatedAt, UpdatedAt and the delete marker.
 package participant
@@ -62,7 +63,10 @@ type Reader interface {
 	Digests() ([]contract.SliceDigest, error)
 }
 
-// Tx is a read-write transaction on one resource (Storage.Update).
+// Tx is a read-write transaction on one resource (Storage.Update). Its Get
+// and Digests see the transaction's own writes; its Changes and Live may
+// see the committed state only (the kit reads ranges in an Update before it
+// writes).
 type Tx interface {
 	Reader
 	// SetAuthority replaces the resource's authority record.

@@ -25,11 +25,11 @@ import (
 // Errors: ErrExists (wrapped) for a create of a live id, with the stored
 // record, so a retried post can compare; ErrDeleted for a create of a
 // deleted id (never resurrected, paper 001 §4.3); ErrNotFound for an
-// update of a missing or deleted id; otherwise *contract.Error: CodeLocked
-// (lock "moved", or "fence write" with its Retry-After), CodeInvalid (bad
-// resource, id, kind, refs, a negative time, rec.Deleted set),
-// CodeUnavailable when the storage failed (nothing written). ToError maps
-// them all to the contract's codes.
+// update of a missing or deleted id; *contract.Error: CodeLocked (lock
+// "moved", or "fence write" with its Retry-After), CodeInvalid (bad
+// resource, id, kind, refs, a negative time, rec.Deleted set); otherwise
+// the storage's own error (nothing written). ToError maps them all to the
+// contract's codes (a storage error: CodeUnavailable).
 func (p *Participant) Put(ctx context.Context, resource string, rec contract.Record, create bool, a contract.Authority) (contract.Record, error) {
 	if err := p.validRecord(&rec); err != nil {
 		return contract.Record{}, err
@@ -43,7 +43,7 @@ func (p *Participant) Put(ctx context.Context, resource string, rec contract.Rec
 	}
 	var out contract.Record
 	var existing *contract.Record
-	err := p.update(ctx, resource, func(tx Tx) error {
+	err := p.run(ctx, resource, func(tx Tx) error {
 		existing = nil
 		if _, err := p.admit(tx, tx, resource, op, a); err != nil {
 			return err
@@ -98,7 +98,7 @@ func (p *Participant) Delete(ctx context.Context, resource, id string, keepID bo
 	if err := validID(id); err != nil {
 		return false, err
 	}
-	err = p.update(ctx, resource, func(tx Tx) error {
+	err = p.run(ctx, resource, func(tx Tx) error {
 		tombstoned = false
 		d, err := p.admit(tx, tx, resource, contract.OpDelete, a)
 		if err != nil {
@@ -134,7 +134,7 @@ func (p *Participant) Get(ctx context.Context, resource, id string, a contract.A
 		return contract.Record{}, err
 	}
 	var out contract.Record
-	err := fail(p.st.View(ctx, resource, func(r Reader) error {
+	err := p.st.View(ctx, resource, func(r Reader) error {
 		if _, err := p.admit(r, nil, resource, contract.OpRead, a); err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func (p *Participant) Get(ctx context.Context, resource, id string, a contract.A
 		}
 		out = rec
 		return nil
-	}))
+	})
 	return out, err
 }
 
@@ -169,7 +169,7 @@ func (p *Participant) list(ctx context.Context, resource string, from, to, after
 	}
 	limit = min(limit, MaxPageRecords)
 	var out []contract.Record
-	err := fail(p.st.View(ctx, resource, func(r Reader) error {
+	err := p.st.View(ctx, resource, func(r Reader) error {
 		if a != nil {
 			if _, err := p.admit(r, nil, resource, contract.OpRead, *a); err != nil {
 				return err
@@ -178,7 +178,7 @@ func (p *Participant) list(ctx context.Context, resource string, from, to, after
 		var err error
 		out, err = r.Live(from, to, afterCreated, afterID, limit)
 		return err
-	}))
+	})
 	return out, err
 }
 

@@ -59,14 +59,6 @@ func (s *Store) admit(r reader, res string, op contract.Op, a Authority, now tim
 	return d, nil
 }
 
-// persist writes d's record into b when d says so.
-func persist(b *pebble.Batch, res string, d contract.Decision) error {
-	if !d.Persist {
-		return nil
-	}
-	return setAuthority(b, res, d.Next)
-}
-
 // Authority returns resource's authority record (the zero Authority, the
 // primary at revision 0, when it was never told one). Errors: ErrInvalid,
 // ErrClosed, ErrCorrupt.

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/vmihailenco/msgpack/v5"
@@ -65,8 +67,13 @@ func (s *Store) Digests(resource string) ([]SliceDigest, error) {
 		return nil, err
 	}
 	defer s.leave()
+	return digestsOn(s.db, resource)
+}
+
+// digestsOn reads resource's stored digests from r, in slice order.
+func digestsOn(r reader, resource string) ([]SliceDigest, error) {
 	prefix := resPrefix(famDigest, resource)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return nil, fmt.Errorf("store: digests: %w", err)
 	}
@@ -91,6 +98,16 @@ func (s *Store) Digests(resource string) ([]SliceDigest, error) {
 		return nil, fmt.Errorf("store: digests: %w", err)
 	}
 	return out, nil
+}
+
+// u128FromBytes reads a big-endian 128-bit value.
+func u128FromBytes(b [16]byte) u128 {
+	return u128{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+}
+
+// sortDigests orders digests by slice.
+func sortDigests(ds []SliceDigest) {
+	slices.SortFunc(ds, func(a, b SliceDigest) int { return cmp.Compare(a.Slice, b.Slice) })
 }
 
 func decodeDigest(b []byte) (storedDigest, error) {

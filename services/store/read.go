@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,36 +19,18 @@ func (s *Store) Get(resource, id string) (Record, error) {
 }
 
 // GetAt returns the live record id of resource for a read routed by the
-// authority a (zero: none), admitted (contract.Admit, contract.OpRead) on
-// the snapshot the record is read from: a read routed by a revision older
+// authority a (zero: none), admitted on the snapshot the record is read
+// from (participant.Participant.Get): a read routed by a revision older
 // than the resource's authority here, or reaching a store that is no
 // longer the resource's location, is refused as moved. Tombstones are
 // invisible to users. Errors: *contract.Error (moved), ErrInvalid,
 // ErrNotFound (missing or tombstoned), ErrClosed, ErrCorrupt.
 func (s *Store) GetAt(resource, id string, a Authority) (Record, error) {
-	if err := validResource(resource); err != nil {
+	if err := s.open(); err != nil {
 		return Record{}, err
 	}
-	if err := validID(id); err != nil {
-		return Record{}, err
-	}
-	if err := s.enter(); err != nil {
-		return Record{}, err
-	}
-	defer s.leave()
-	snap := s.db.NewSnapshot()
-	defer snap.Close()
-	if _, err := s.admit(snap, resource, contract.OpRead, a, s.now()); err != nil {
-		return Record{}, err
-	}
-	e, err := s.getEntry(snap, resource, id)
-	if err != nil {
-		return Record{}, err
-	}
-	if e.Deleted {
-		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, id)
-	}
-	return e.Record, nil
+	rec, err := s.kit().Get(context.Background(), resource, id, a)
+	return rec, fromKit(err, id)
 }
 
 // clampLimit applies DefaultPageLimit and MaxPageLimit.
@@ -110,21 +93,8 @@ func (s *Store) scanIndex(res string, prefix []byte, from, to, afterCreated int6
 		}
 	}
 	limit = clampLimit(limit)
-	if from >= to {
-		return nil, nil
-	}
-	lower := putU64(append([]byte(nil), prefix...), uint64(from))
-	if afterCreated > from || (afterCreated == from && afterID != "") {
-		// Strictly after (afterCreated, afterID): the smallest key above it
-		// is the key itself followed by a NUL, which no id contains.
-		lower = append(putU64(append([]byte(nil), prefix...), uint64(afterCreated)), afterID...)
-		lower = append(lower, sep)
-	}
-	upper := putU64(append([]byte(nil), prefix...), uint64(to))
-	if to == math.MaxInt64 {
-		upper = prefixEnd(prefix)
-	}
-	if bytes.Compare(lower, upper) >= 0 { // the position is past the range
+	lower, upper, ok := scanBounds(prefix, from, to, afterCreated, afterID)
+	if !ok {
 		return nil, nil
 	}
 	if err := s.enter(); err != nil {
@@ -138,6 +108,33 @@ func (s *Store) scanIndex(res string, prefix []byte, from, to, afterCreated int6
 			return nil, err
 		}
 	}
+	return s.scanOn(snap, res, prefix, lower, upper, limit)
+}
+
+// scanBounds are the index keys of the records with CreatedAt in [from,
+// to) strictly after (afterCreated, afterID); ok is false when there are
+// none.
+func scanBounds(prefix []byte, from, to, afterCreated int64, afterID string) (lower, upper []byte, ok bool) {
+	if from >= to {
+		return nil, nil, false
+	}
+	lower = putU64(append([]byte(nil), prefix...), uint64(from))
+	if afterCreated > from || (afterCreated == from && afterID != "") {
+		// Strictly after (afterCreated, afterID): the smallest key above it
+		// is the key itself followed by a NUL, which no id contains.
+		lower = append(putU64(append([]byte(nil), prefix...), uint64(afterCreated)), afterID...)
+		lower = append(lower, sep)
+	}
+	upper = putU64(append([]byte(nil), prefix...), uint64(to))
+	if to == math.MaxInt64 {
+		upper = prefixEnd(prefix)
+	}
+	return lower, upper, bytes.Compare(lower, upper) < 0
+}
+
+// scanOn reads up to limit live records of res from r through the index
+// keys between lower and upper, whose keys are prefix <created:8> <id>.
+func (s *Store) scanOn(snap reader, res string, prefix, lower, upper []byte, limit int) ([]Record, error) {
 	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("store: list: %w", err)
@@ -235,6 +232,13 @@ func (s *Store) Changes(resource string, afterSeq, uptoSeq uint64, limit int) (r
 	defer s.leave()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
+	return s.changesOn(snap, resource, afterSeq, lower, upper, limit)
+}
+
+// changesOn reads the change index of resource from r between lower and
+// upper (keys), up to limit records (Changes).
+func (s *Store) changesOn(snap reader, resource string, afterSeq uint64, lower, upper []byte, limit int) (recs []Record, lastSeq uint64, more bool, err error) {
+	prefix := resPrefix(famChange, resource)
 	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, afterSeq, false, fmt.Errorf("store: changes: %w", err)

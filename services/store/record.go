@@ -15,8 +15,6 @@ type DeleteResult struct {
 	// Tombstoned is true when admission (tombstone deletes in force) turned the delete into a
 	// tombstone, false when the record was removed physically.
 	Tombstoned bool
-	// Tombstone is the tombstone written; zero when Tombstoned is false.
-	Tombstone Record
 }
 
 // validateRecord checks the parts of rec that are keys or index fields.
@@ -36,12 +34,6 @@ func validateRecord(r *Record) error {
 		}
 	}
 	return nil
-}
-
-// stripTombstone removes everything a tombstone must not carry.
-func stripTombstone(r *Record) {
-	r.Data = nil
-	r.Refs = nil
 }
 
 // storedRecord is the msgpack form of a Record. It is separate from Record so

@@ -12,6 +12,8 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/cutover/cutover/services/participant"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -40,6 +42,10 @@ type Store struct {
 
 	// stripes serialise the mutations of a resource. See lockResource.
 	stripes [lockStripes]sync.Mutex
+
+	// k is the participant kit over the store (mutate.go), made once.
+	kitOnce sync.Once
+	k       *participant.Participant
 }
 
 var _ io.Closer = (*Store)(nil)

@@ -27,6 +27,12 @@ type txn struct {
 	// overlay holds records written earlier in this txn (nil: removed), so
 	// that a page naming an id twice reads its own writes.
 	overlay map[string]*entry
+	// kitDigests: the participant kit keeps the digests (Digest,
+	// SetDigest); replace leaves them alone.
+	kitDigests bool
+	// cleared: the txn emptied the resource (clear); nothing is read from
+	// the DB any more.
+	cleared bool
 }
 
 // newTxn starts a txn on res; the caller must hold the lock of res.
@@ -49,6 +55,9 @@ func (t *txn) get(id string) (e entry, ok bool, err error) {
 			return entry{}, false, nil
 		}
 		return *p, true, nil
+	}
+	if t.cleared {
+		return entry{}, false, nil
 	}
 	e, err = t.s.getEntry(t.s.db, t.res, id)
 	if errors.Is(err, ErrNotFound) {
@@ -88,8 +97,10 @@ func (t *txn) replace(old, next *entry) error {
 			if err := b.Delete(timeKey(t.res, old.CreatedAt, old.ID), nil); err != nil {
 				return err
 			}
-			if err := t.digest(&old.Record, false); err != nil {
-				return err
+			if !t.kitDigests {
+				if err := t.digest(&old.Record, false); err != nil {
+					return err
+				}
 			}
 			t.state.Live = decr(t.state.Live)
 		}
@@ -126,8 +137,10 @@ func (t *txn) replace(old, next *entry) error {
 		if err := b.Set(timeKey(t.res, next.CreatedAt, next.ID), nil, nil); err != nil {
 			return err
 		}
-		if err := t.digest(&next.Record, true); err != nil {
-			return err
+		if !t.kitDigests {
+			if err := t.digest(&next.Record, true); err != nil {
+				return err
+			}
 		}
 		t.state.Live++
 	}
@@ -147,24 +160,9 @@ func decr(n uint64) uint64 {
 // digest adds (add=true) or removes a live record's contribution to the
 // digest of its slice.
 func (t *txn) digest(r *Record, add bool) error {
-	slice := t.s.SliceOf(r.CreatedAt)
-	d, ok := t.digests[slice]
-	if !ok {
-		d = &storedDigest{}
-		b, closer, err := t.s.db.Get(digestKey(t.res, slice))
-		switch {
-		case errors.Is(err, pebble.ErrNotFound):
-		case err != nil:
-			return fmt.Errorf("store: get digest: %w", err)
-		default:
-			dec, derr := decodeDigest(b)
-			closer.Close()
-			if derr != nil {
-				return corruptf("digest of %q slice %d: %w", t.res, slice, derr)
-			}
-			*d = dec
-		}
-		t.digests[slice] = d
+	d, err := t.loadDigest(t.s.SliceOf(r.CreatedAt))
+	if err != nil {
+		return err
 	}
 	h := recordHash(r)
 	v := u128{d.Hi, d.Lo}
@@ -177,6 +175,40 @@ func (t *txn) digest(r *Record, add bool) error {
 	}
 	d.Hi, d.Lo = v.hi, v.lo
 	return nil
+}
+
+// loadDigest returns slice's digest as the txn holds it, read from the DB
+// on first use.
+func (t *txn) loadDigest(slice int64) (*storedDigest, error) {
+	if d, ok := t.digests[slice]; ok {
+		return d, nil
+	}
+	d := &storedDigest{}
+	if !t.cleared {
+		b, closer, err := t.s.db.Get(digestKey(t.res, slice))
+		switch {
+		case errors.Is(err, pebble.ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("store: get digest: %w", err)
+		default:
+			dec, derr := decodeDigest(b)
+			closer.Close()
+			if derr != nil {
+				return nil, corruptf("digest of %q slice %d: %w", t.res, slice, derr)
+			}
+			*d = dec
+		}
+	}
+	t.digests[slice] = d
+	return d, nil
+}
+
+// clear starts the txn again on an empty resource (the batch holds the
+// deletions: Store.clearInto).
+func (t *txn) clear() {
+	t.state, t.stateDirty = resState{}, true
+	t.digests, t.overlay = map[int64]*storedDigest{}, map[string]*entry{}
+	t.cleared = true
 }
 
 // flush writes the touched digests and the counters into the batch.

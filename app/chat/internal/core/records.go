@@ -79,7 +79,7 @@ func storeErr(err error) error {
 	case errors.Is(err, participant.ErrNotFound):
 		return fmt.Errorf("%w: %v", store.ErrNotFound, err)
 	}
-	return err
+	return participant.ToError(err) // a storage failure: unavailable
 }
 
 func (r kitRecords) GetAt(ctx context.Context, resource, id string, a contract.Authority) (store.Record, error) {
