@@ -6,6 +6,12 @@
 // cursors, and per-time-slice digests kept exact at write time so that
 // validation compares full content without scanning records.
 //
+// The store is the participant kit's storage (participant.Storage,
+// kit.go): the kit (services/participant) decides every operation —
+// admission, tombstones, the import rule, the digests — and the store keeps
+// what it decides, each operation in one batch; the store's own PutAt,
+// DeleteAt, GetAt, Import and Cleanup are the kit's over the store.
+//
 // # Key layout
 //
 // Every key starts with one ASCII byte naming its family. <res> is the
