@@ -150,14 +150,10 @@ func TestServerRestartedMidCopy(t *testing.T) {
 	restarted = true
 	// The pool reconnects; the retried page applies.
 	var res2 contract.ImportResult
-	deadline := time.Now().Add(time.Minute)
-	for {
+	err = whileUnavailable(func() (err error) {
 		res2, err = p.Import(ctx, contract.ImportRequest{Resource: res, Authority: importing(5), Page: second, Digests: true})
-		if err == nil || time.Now().After(deadline) || codeOf(err) != contract.CodeUnavailable {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 	if err != nil || res2.Applied != 2 {
 		t.Fatalf("retried page: %+v, %v", res2, err)
 	}
@@ -268,14 +264,10 @@ func TestServerRestartedMidDelta(t *testing.T) {
 	}
 	restarted = true
 	var pg contract.Page
-	deadline := time.Now().Add(time.Minute)
-	for {
+	err = whileUnavailable(func() (err error) {
 		pg, err = p.Export(ctx, delta)
-		if err == nil || time.Now().After(deadline) || codeOf(err) != contract.CodeUnavailable {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,5 +330,18 @@ func TestSweepTombstones(t *testing.T) {
 	}
 	if got := fmt.Sprint(ids("conv/b")); got != "[old]" {
 		t.Fatalf("conv/b (importing) after the sweep: %s", got)
+	}
+}
+
+// whileUnavailable retries fn, for up to a minute, while it answers
+// unavailable (a database coming back: the pool reconnects).
+func whileUnavailable(fn func() error) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := fn()
+		if err == nil || time.Now().After(deadline) || codeOf(err) != contract.CodeUnavailable {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -26,13 +26,7 @@ var _ participant.Storage = (*Store)(nil)
 // reads (Changes, Live) see the committed state; the kit reads ranges in an
 // Update before it writes. Digests see the Update's own writes.
 func (s *Store) Update(ctx context.Context, resource string, fn func(participant.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := validResource(resource); err != nil {
-		return err
-	}
-	if err := s.enter(); err != nil {
+	if err := s.begin(ctx, resource); err != nil {
 		return err
 	}
 	defer s.leave()
@@ -65,19 +59,24 @@ func (s *Store) Update(ctx context.Context, resource string, fn func(participant
 
 // View implements participant.Storage: fn reads one snapshot.
 func (s *Store) View(ctx context.Context, resource string, fn func(participant.Reader) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := validResource(resource); err != nil {
-		return err
-	}
-	if err := s.enter(); err != nil {
+	if err := s.begin(ctx, resource); err != nil {
 		return err
 	}
 	defer s.leave()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 	return fn(kitReader{s: s, r: snap, res: resource})
+}
+
+// begin checks ctx and resource and enters the store (the caller leaves).
+func (s *Store) begin(ctx context.Context, resource string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := validResource(resource); err != nil {
+		return err
+	}
+	return s.enter()
 }
 
 // kitReader reads one resource from a snapshot or the DB.
