@@ -242,6 +242,32 @@ func (t *tx) SetAuthority(a contract.Authority) error {
 
 const recordColumns = `id, kind, version, seq, created_at, updated_at, deleted, deleted_at, data, refs`
 
+// The statements that find records by id or by change sequence. Their
+// plans must not depend on the table's statistics: pgx prepares them, and
+// after five runs PostgreSQL may switch to a generic plan whose estimates
+// (a resource of one row, when the statistics predate an import) make a
+// scan of the whole resource look as cheap as a probe. A page imported
+// into a growing resource then costs time in proportion to the resource
+// (80 ms a page at 50,000 records, 1 s at 150,000, measured). So:
+//   - the change index is partial (seq > 0, schema 0002): a query without
+//     that predicate, as every by-id one, cannot use it, and the primary
+//     key is its only index;
+//   - a page's ids are probed one by one (LATERAL … LIMIT 1, which the
+//     planner cannot turn into a join over the resource), never as
+//     id = ANY($3), which a generic plan evaluates as a filter;
+//   - removals are one DELETE per id, in the flush's single round trip.
+//
+// TestPlansUseTheKeys checks the plans under force_generic_plan.
+const (
+	sqlGet      = `SELECT ` + recordColumns + ` FROM cutover_records WHERE service = $1 AND resource = $2 AND id = $3`
+	sqlPrefetch = `SELECT r.id, r.kind, r.version, r.seq, r.created_at, r.updated_at, r.deleted, r.deleted_at, r.data, r.refs
+		FROM unnest($3::text[]) AS w(id)
+		CROSS JOIN LATERAL (SELECT * FROM cutover_records WHERE service = $1 AND resource = $2 AND id = w.id LIMIT 1) r`
+	sqlDelete  = `DELETE FROM cutover_records WHERE service = $1 AND resource = $2 AND id = $3`
+	sqlChanges = `SELECT ` + recordColumns + ` FROM cutover_records WHERE service = $1 AND resource = $2
+		AND seq > 0 AND seq > $3 AND seq <= $4 ORDER BY seq LIMIT $5`
+)
+
 func scanRecord(row pgx.Row) (contract.Record, error) {
 	var r contract.Record
 	var version, seq int64
@@ -266,7 +292,7 @@ func (t *tx) Get(id string) (contract.Record, bool, error) {
 	if c, ok := t.recs[id]; ok {
 		return c.rec, c.found, nil
 	}
-	r, err := scanRecord(t.q.QueryRow(t.ctx, `SELECT `+recordColumns+` FROM cutover_records WHERE service = $1 AND resource = $2 AND id = $3`, t.service, t.resource, id))
+	r, err := scanRecord(t.q.QueryRow(t.ctx, sqlGet, t.service, t.resource, id))
 	found := err == nil
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = nil
@@ -291,7 +317,7 @@ func (t *tx) Prefetch(ids []string) error {
 	if len(want) == 0 {
 		return nil
 	}
-	rows, err := t.q.Query(t.ctx, `SELECT `+recordColumns+` FROM cutover_records WHERE service = $1 AND resource = $2 AND id = ANY($3)`, t.service, t.resource, want)
+	rows, err := t.q.Query(t.ctx, sqlPrefetch, t.service, t.resource, want)
 	if err != nil {
 		return err
 	}
@@ -434,8 +460,8 @@ func (t *tx) flush() error {
 		}
 		put.add(&c.rec)
 	}
-	if len(gone) > 0 {
-		b.Queue(`DELETE FROM cutover_records WHERE service = $1 AND resource = $2 AND id = ANY($3)`, t.service, t.resource, gone)
+	for _, id := range gone {
+		b.Queue(sqlDelete, t.service, t.resource, id)
 	}
 	if len(put.id) > 0 {
 		b.Queue(`INSERT INTO cutover_records (service, resource, `+recordColumns+`)
@@ -529,8 +555,7 @@ func (t *tx) Changes(after, upto uint64, limit int) ([]contract.Record, error) {
 	if upto < math.MaxInt64 {
 		hi = int64(upto)
 	}
-	return t.query(`SELECT `+recordColumns+` FROM cutover_records WHERE service = $1 AND resource = $2 AND seq > $3 AND seq <= $4 ORDER BY seq LIMIT $5`,
-		t.service, t.resource, int64(after), hi, limit)
+	return t.query(sqlChanges, t.service, t.resource, int64(after), hi, limit)
 }
 
 func (t *tx) Live(from, to, afterCreated int64, afterID string, limit int) ([]contract.Record, error) {

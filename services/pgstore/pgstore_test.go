@@ -23,6 +23,17 @@ func open(t *testing.T, url, service string) *pgstore.Store {
 	return st
 }
 
+// openB opens a "kit" store on a fresh database, closed with b.
+func openB(b *testing.B) *pgstore.Store {
+	b.Helper()
+	st, err := pgstore.Open(b.Context(), pgtest.Database(b), pgstore.Options{Service: "kit"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(st.Close)
+	return st
+}
+
 // kitHarness is two regions' participants, each on a database of its own.
 func kitHarness(t *testing.T) contracttest.Harness {
 	src := participant.New("kit", open(t, pgtest.Database(t), "kit"), participant.Options{})

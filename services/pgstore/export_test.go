@@ -1,0 +1,10 @@
+package pgstore
+
+// ByKeySQL is the statements TestPlansUseTheKeys explains, with the index
+// each must use.
+var ByKeySQL = []struct{ Name, SQL, Index string }{
+	{"get", sqlGet, "cutover_records_pkey"},
+	{"prefetch", sqlPrefetch, "cutover_records_pkey"},
+	{"delete", sqlDelete, "cutover_records_pkey"},
+	{"changes", sqlChanges, "cutover_records_seq"},
+}
