@@ -154,11 +154,14 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // one batch before any range read and at the commit.
 func (s *Store) Update(ctx context.Context, resource string, fn func(participant.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ptx pgx.Tx) error {
-		if _, err := ptx.Exec(ctx, `INSERT INTO cutover_resources (service, resource) VALUES ($1, $2) ON CONFLICT DO NOTHING`, s.service, resource); err != nil {
-			return err
-		}
 		t := &tx{ctx: ctx, q: ptx, service: s.service, resource: resource}
-		if err := t.loadResource(true); err != nil {
+		found, err := t.loadResource(true)
+		if err == nil && !found { // a resource's first write: its row, then its lock
+			if _, err = ptx.Exec(ctx, `INSERT INTO cutover_resources (service, resource) VALUES ($1, $2) ON CONFLICT DO NOTHING`, s.service, resource); err == nil {
+				_, err = t.loadResource(true)
+			}
+		}
+		if err != nil {
 			return err
 		}
 		if err := fn(t); err != nil {
@@ -173,7 +176,7 @@ func (s *Store) Update(ctx context.Context, resource string, fn func(participant
 func (s *Store) View(ctx context.Context, resource string, fn func(participant.Reader) error) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(ptx pgx.Tx) error {
 		t := &tx{ctx: ctx, q: ptx, service: s.service, resource: resource, readOnly: true}
-		if err := t.loadResource(false); err != nil {
+		if _, err := t.loadResource(false); err != nil {
 			return err
 		}
 		return fn(t)
@@ -188,6 +191,7 @@ type tx struct {
 	q                 pgx.Tx
 	service, resource string
 	readOnly          bool
+	cleared           bool // Clear ran: a record not cached is absent
 	auth              contract.Authority
 	lastSeq           uint64
 	resourceDirty     bool
@@ -201,6 +205,12 @@ type cached struct {
 	rec     contract.Record
 	found   bool
 	pending bool
+	// read: the row's presence in the table is known (read in this
+	// transaction, or written by it); stored: it is there. A record new
+	// to the table is inserted without ON CONFLICT (no speculative
+	// insertion), a known-absent removal sends nothing. The resource's row
+	// lock keeps what was read true until the commit.
+	read, stored bool
 }
 
 type cachedDigest struct {
@@ -208,25 +218,27 @@ type cachedDigest struct {
 	pending bool
 }
 
-func (t *tx) loadResource(forUpdate bool) error {
+// loadResource reads the resource's row (locking it with forUpdate);
+// found is false when the resource has none (nothing written yet).
+func (t *tx) loadResource(forUpdate bool) (found bool, err error) {
 	q := `SELECT rev, role, deletes, until_ms, last_seq FROM cutover_resources WHERE service = $1 AND resource = $2`
 	if forUpdate {
 		q += ` FOR UPDATE`
 	}
 	var rev, lastSeq int64
 	var role, deletes string
-	err := t.q.QueryRow(t.ctx, q, t.service, t.resource).Scan(&rev, &role, &deletes, &t.auth.Until, &lastSeq)
-	if errors.Is(err, pgx.ErrNoRows) { // a View of a resource never written
-		return nil
+	err = t.q.QueryRow(t.ctx, q, t.service, t.resource).Scan(&rev, &role, &deletes, &t.auth.Until, &lastSeq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if rev < 0 || lastSeq < 0 {
-		return fmt.Errorf("%w: resource %q: negative revision or sequence", participant.ErrCorrupt, t.resource)
+		return false, fmt.Errorf("%w: resource %q: negative revision or sequence", participant.ErrCorrupt, t.resource)
 	}
 	t.auth.Rev, t.auth.Role, t.auth.Deletes, t.lastSeq = uint64(rev), contract.Role(role), contract.Deletes(deletes), uint64(lastSeq)
-	return nil
+	return true, nil
 }
 
 func (t *tx) Authority() (contract.Authority, error) { return t.auth, nil }
@@ -292,6 +304,10 @@ func (t *tx) Get(id string) (contract.Record, bool, error) {
 	if c, ok := t.recs[id]; ok {
 		return c.rec, c.found, nil
 	}
+	if t.cleared {
+		t.cache(id, &cached{read: true})
+		return contract.Record{}, false, nil
+	}
 	r, err := scanRecord(t.q.QueryRow(t.ctx, sqlGet, t.service, t.resource, id))
 	found := err == nil
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -300,7 +316,7 @@ func (t *tx) Get(id string) (contract.Record, bool, error) {
 	if err != nil {
 		return contract.Record{}, false, err
 	}
-	t.cache(id, &cached{rec: r, found: found})
+	t.cache(id, &cached{rec: r, found: found, read: true, stored: found})
 	return r, found, nil
 }
 
@@ -314,8 +330,8 @@ func (t *tx) Prefetch(ids []string) error {
 			want = append(want, id)
 		}
 	}
-	if len(want) == 0 {
-		return nil
+	if len(want) == 0 || t.cleared {
+		return nil // Get answers a cleared resource's ids
 	}
 	rows, err := t.q.Query(t.ctx, sqlPrefetch, t.service, t.resource, want)
 	if err != nil {
@@ -327,14 +343,14 @@ func (t *tx) Prefetch(ids []string) error {
 		if err != nil {
 			return err
 		}
-		t.cache(r.ID, &cached{rec: r, found: true})
+		t.cache(r.ID, &cached{rec: r, found: true, read: true, stored: true})
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
 	for _, id := range want {
 		if _, ok := t.recs[id]; !ok {
-			t.cache(id, &cached{})
+			t.cache(id, &cached{read: true})
 		}
 	}
 	return nil
@@ -386,6 +402,10 @@ func (t *tx) Digest(slice int64) (contract.SliceDigest, error) {
 		return c.d, nil
 	}
 	d := contract.SliceDigest{Slice: slice}
+	if t.cleared {
+		t.cacheDigest(&cachedDigest{d: d})
+		return d, nil
+	}
 	var count int64
 	var hash []byte
 	err := t.q.QueryRow(t.ctx, `SELECT count, hash FROM cutover_digests WHERE service = $1 AND resource = $2 AND slice = $3`, t.service, t.resource, slice).Scan(&count, &hash)
@@ -435,7 +455,7 @@ func (t *tx) Clear() (int, error) {
 	if _, err := t.q.Exec(t.ctx, `DELETE FROM cutover_digests WHERE service = $1 AND resource = $2`, t.service, t.resource); err != nil {
 		return 0, err
 	}
-	t.recs, t.digests = nil, nil
+	t.recs, t.digests, t.cleared = nil, nil, true
 	t.lastSeq, t.resourceDirty = 0, true
 	return int(tag.RowsAffected()), nil
 }
@@ -450,28 +470,32 @@ func (t *tx) flush() error {
 	}
 	b := &pgx.Batch{}
 	var gone []string
+	var fresh [][]any // rows for COPY
 	var put recordColumnsOf
 	for _, id := range t.pendingRecs {
 		c := t.recs[id]
 		c.pending = false
-		if !c.found {
+		switch {
+		case !c.found && (c.stored || !c.read):
 			gone = append(gone, id)
-			continue
+		case !c.found: // never in the table
+		case c.read && !c.stored:
+			fresh = append(fresh, copyRow(t, &c.rec))
+		default:
+			put.add(&c.rec)
 		}
-		put.add(&c.rec)
+		c.read, c.stored = true, c.found
 	}
 	for _, id := range gone {
 		b.Queue(sqlDelete, t.service, t.resource, id)
 	}
+
 	if len(put.id) > 0 {
-		b.Queue(`INSERT INTO cutover_records (service, resource, `+recordColumns+`)
-			SELECT $1, $2, u.id, u.kind, u.version, u.seq, u.created_at, u.updated_at, u.deleted, u.deleted_at, u.data, u.refs::text[]
-			FROM unnest($3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::int8[], $9::bool[], $10::int8[], $11::bytea[], $12::text[])
-				AS u(id, kind, version, seq, created_at, updated_at, deleted, deleted_at, data, refs)
+		b.Queue(`INSERT INTO cutover_records (service, resource, `+recordColumns+`) `+fromColumns+`
 			ON CONFLICT (service, resource, id) DO UPDATE SET kind = EXCLUDED.kind, version = EXCLUDED.version,
 			seq = EXCLUDED.seq, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
 			deleted = EXCLUDED.deleted, deleted_at = EXCLUDED.deleted_at, data = EXCLUDED.data, refs = EXCLUDED.refs`,
-			t.service, t.resource, put.id, put.kind, put.version, put.seq, put.createdAt, put.updatedAt, put.deleted, put.deletedAt, put.data, put.refs)
+			put.args(t)...)
 	}
 	for _, slice := range t.pendingDigests {
 		c := t.digests[slice]
@@ -491,6 +515,11 @@ func (t *tx) flush() error {
 		t.resourceDirty = false
 	}
 	t.pendingRecs, t.pendingDigests = t.pendingRecs[:0], t.pendingDigests[:0]
+	if len(fresh) > 0 { // COPY is a round trip of its own; the rows are new to the table, so it may go first
+		if _, err := t.q.CopyFrom(t.ctx, pgx.Identifier{"cutover_records"}, copyColumns, pgx.CopyFromRows(fresh)); err != nil {
+			return err
+		}
+	}
 	return t.q.SendBatch(t.ctx, b).Close()
 }
 
@@ -504,6 +533,24 @@ type recordColumnsOf struct {
 	data                               [][]byte
 	refs                               []*string
 	deletedAt                          []int64
+}
+
+// copyColumns are the columns of copyRow.
+var copyColumns = []string{"service", "resource", "id", "kind", "version", "seq", "created_at", "updated_at", "deleted", "deleted_at", "data", "refs"}
+
+// copyRow is r as a row of cutover_records for COPY.
+func copyRow(t *tx, r *contract.Record) []any {
+	return []any{t.service, t.resource, r.ID, r.Kind, int64(r.Version), int64(r.Seq), r.CreatedAt, r.UpdatedAt, r.Deleted, r.DeletedAt, r.Data, r.Refs}
+}
+
+// fromColumns selects the rows of recordColumnsOf.args.
+const fromColumns = `SELECT $1, $2, u.id, u.kind, u.version, u.seq, u.created_at, u.updated_at, u.deleted, u.deleted_at, u.data, u.refs::text[]
+	FROM unnest($3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::int8[], $9::bool[], $10::int8[], $11::bytea[], $12::text[])
+		AS u(id, kind, version, seq, created_at, updated_at, deleted, deleted_at, data, refs)`
+
+// args are the arguments of fromColumns.
+func (c *recordColumnsOf) args(t *tx) []any {
+	return []any{t.service, t.resource, c.id, c.kind, c.version, c.seq, c.createdAt, c.updatedAt, c.deleted, c.deletedAt, c.data, c.refs}
 }
 
 func (c *recordColumnsOf) add(r *contract.Record) {
