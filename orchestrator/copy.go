@@ -115,31 +115,92 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 			}
 		}
 	}()
-	var out []copiedPage
+	// Imports run up to importDepth at a time: a page's transfer and
+	// decoding overlap the previous page's write at the target, which
+	// serialises them under the resource's lock. Imports of distinct pages
+	// commute (paper 001 (A3): the import rule converges in any order), so
+	// only two pages wait for every import before them: the attempt's first
+	// (its reset must not remove a later page's records) and a delta run's
+	// last (the digests it reads must include every page).
+	var (
+		out      []copiedPage
+		digests  []contract.SliceDigest
+		inflight []*importSlot
+		failed   error
+	)
+	settle := func(n int) { // completes the oldest slots, in order, until n remain
+		for len(inflight) > n {
+			sl := inflight[0]
+			inflight = inflight[1:]
+			<-sl.done
+			if failed == nil && sl.err != nil {
+				failed = fmt.Errorf("import %s: %w", service, sl.err)
+			}
+			if failed == nil {
+				out = append(out, sl.page)
+			}
+		}
+	}
 	for e := range pages {
 		if e.err != nil {
-			return out, nil, fmt.Errorf("export %s: %w", service, e.err)
+			settle(0)
+			return out, nil, cmp.Or(failed, fmt.Errorf("export %s: %w", service, e.err))
 		}
 		last := e.req.Mode == contract.Delta && !e.pi.More
-		if e.pi.Count > 0 || last || reset {
-			e.pi.Resource, e.pi.Authority, e.pi.Reset, e.pi.Digests = st.Resource, into, reset, last
-			if e.pi.Count == 0 {
-				e.pi.Seq, e.pi.Page = 0, nil
-			}
-			r, err := tgt.Import(ctx, st.ID, e.pi)
-			if err != nil {
-				return out, nil, fmt.Errorf("import %s: %w", service, err)
-			}
-			reset = false
+		sl := &importSlot{page: copiedPage{e.req, e.pi}, done: make(chan struct{})}
+		if e.pi.Count == 0 && !last && !reset {
+			close(sl.done) // nothing to import
+			inflight = append(inflight, sl)
+			continue
+		}
+		e.pi.Resource, e.pi.Authority, e.pi.Reset, e.pi.Digests = st.Resource, into, reset, last
+		if e.pi.Count == 0 {
+			e.pi.Seq, e.pi.Page = 0, nil
+		}
+		sl.page.pi = e.pi
+		first := reset
+		if first || last {
+			settle(0)
+		} else {
+			settle(importDepth - 1)
+		}
+		if failed != nil {
+			settle(0)
+			return out, nil, failed
+		}
+		reset = false
+		inflight = append(inflight, sl)
+		go func() {
+			defer close(sl.done)
+			var r contract.ImportResult
+			r, sl.err = tgt.Import(ctx, st.ID, e.pi)
 			if last {
-				out = append(out, copiedPage{e.req, e.pi})
-				return out, nonNil(r.Digests), nil
+				digests = nonNil(r.Digests) // read after settle(0) below
+			}
+		}()
+		if first || last {
+			settle(0)
+			if failed != nil {
+				return out, nil, failed
+			}
+			if last {
+				return out, digests, nil
 			}
 		}
-		out = append(out, copiedPage{e.req, e.pi})
 	}
-	return out, nil, nil
+	settle(0)
+	return out, nil, failed
 }
+
+// importSlot is one page's import in flight.
+type importSlot struct {
+	page copiedPage
+	err  error
+	done chan struct{}
+}
+
+// importDepth is how many imports of one copy run are in flight at once.
+const importDepth = 2
 
 // nonNil returns d, or an empty non-nil slice: "digests read, none" differs
 // from "not read".
