@@ -151,7 +151,9 @@ func TestCopyRunImportFailureKeepsOrder(t *testing.T) {
 			return nil
 		}
 		var err error
-		once.Do(func() { err = contract.Errorf(contract.CodeUnavailable, "injected: page at cursor %d", req.Page.Cursor) })
+		once.Do(func() {
+			err = contract.Errorf(contract.CodeUnavailable, "injected: page at cursor %d", req.Page.Cursor)
+		})
 		return err
 	}
 	_, h := e.migrateWith(e.config(), res)
