@@ -104,6 +104,13 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 		if errors.Is(err, ErrConflict) {
 			return nil, 0, false // another worker advanced it: drop the step, re-read
 		}
+		if errors.Is(err, ErrIllegalTransition) {
+			// A step produced an event the transition table refuses: a
+			// defect, never folded on. The migration waits, visibly.
+			w.log.Error("step refused by the transition table", "migration", id, "phase", st.Phase, "event", out.body.Type(), "err", err)
+			_ = m.NakWithDelay(max(w.cfg.RetryBackoff, time.Second))
+			return nil, 0, true
+		}
 		if err != nil {
 			w.log.Warn("append failed", "migration", id, "err", err)
 			_ = m.NakWithDelay(w.cfg.RetryBackoff)

@@ -106,7 +106,10 @@ func appendTo(ctx context.Context, js jetstream.JetStream, migrationID string, s
 	if st != nil {
 		env.Resource = st.Resource
 	}
-	next := Apply(st, env)
+	next, err := Apply(st, env)
+	if err != nil {
+		return nil, 0, err
+	}
 	if next.Resource != "" {
 		env.Resource = next.Resource
 	}

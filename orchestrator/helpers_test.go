@@ -283,7 +283,11 @@ func (e *env) assertMigrated(res string) {
 // assertFold checks Fold(all events) == the state the last event carries.
 func assertFold(tb testing.TB, h []*events.Envelope) {
 	tb.Helper()
-	got, err := msgpack.Marshal(Fold(h))
+	folded, err := Fold(h)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	got, err := msgpack.Marshal(folded)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -292,7 +296,7 @@ func assertFold(tb testing.TB, h []*events.Envelope) {
 		tb.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		tb.Fatalf("Fold(events) != last state:\n%+v\n%+v", Fold(h), h[len(h)-1].State)
+		tb.Fatalf("Fold(events) != last state:\n%+v\n%+v", folded, h[len(h)-1].State)
 	}
 }
 

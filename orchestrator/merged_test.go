@@ -158,9 +158,9 @@ func TestCopyRuns(t *testing.T) {
 	const res = "conv/runs"
 	e.seed(res, 20) // three pages of 7 per service
 	f := e.wrap("eu", testServices[0])
-	var imports atomic.Int32
+	var failed atomic.Bool
 	f.onImport = func(r *contract.ImportRequest) error {
-		if r.Resource == res && imports.Add(1) == 2 {
+		if r.Resource == res && r.Page != nil && r.Page.Cursor == 7 && failed.CompareAndSwap(false, true) {
 			return contract.Errorf(contract.CodeUnavailable, "injected import failure")
 		}
 		return nil

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -9,23 +10,33 @@ import (
 
 // Fold replays a migration's events from the first and returns its state;
 // nil for no events. Fold(all events) equals the State carried by the last
-// event (state-carrying events).
-func Fold(evs []*events.Envelope) *events.State {
+// event (state-carrying events). Errors: Apply's, with the event's place.
+func Fold(evs []*events.Envelope) (*events.State, error) {
 	var s *events.State
-	for _, e := range evs {
-		s = Apply(s, e)
+	for i, e := range evs {
+		var err error
+		if s, err = Apply(s, e); err != nil {
+			return nil, fmt.Errorf("event %d (%s): %w", i+1, e.ID, err)
+		}
 	}
-	return s
+	return s, nil
 }
 
 // Apply returns the state after e. s is not modified (nil is the empty
-// state). Apply is pure: time comes from the envelope only.
-func Apply(s *events.State, e *events.Envelope) *events.State {
+// state). Apply is pure: time comes from the envelope only. Errors:
+// ErrIllegalTransition when the transition table (transitions.txt) does
+// not allow e in s's phase or the phase e leads to.
+func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 	var n *events.State
+	from := phaseNew
 	if s == nil {
 		n = &events.State{ID: e.MigrationID, Status: events.StatusActive}
 	} else {
 		n = s.Clone()
+		from = s.Phase
+	}
+	if e.Body == nil {
+		return nil, fmt.Errorf("%w: an event without a body", ErrIllegalTransition)
 	}
 	n.Events++
 	at := e.Time.UTC()
@@ -162,10 +173,13 @@ func Apply(s *events.State, e *events.Envelope) *events.State {
 			}
 		}
 	}
+	if err := allows(e.Body.Type(), from, n.Phase); err != nil {
+		return nil, err
+	}
 	if n.Phase != prev {
 		n.Failures = 0
 	}
-	return n
+	return n, nil
 }
 
 var zeroTime time.Time

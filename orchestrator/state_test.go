@@ -18,12 +18,18 @@ func TestApplyStartsTheCopyAndTheDelta(t *testing.T) {
 		events.PreLocked{Source: "eu"},
 		events.HardDeleteLocked{Expiry: t0.Add(time.Hour), At: t0, Services: []string{"messages", "reactions"}},
 	} {
-		st = Apply(st, &events.Envelope{ID: "e", MigrationID: id, Time: t0.Add(time.Duration(i) * time.Millisecond), Body: b})
+		var err error
+		if st, err = Apply(st, &events.Envelope{ID: "e", MigrationID: id, Time: t0.Add(time.Duration(i) * time.Millisecond), Body: b}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if st.Phase != events.PhaseHistorical || len(st.Services) != 2 || st.Services[1].Service != "reactions" {
 		t.Fatalf("after the hard-delete lock: phase %s, services %+v", st.Phase, st.Services)
 	}
-	st = Apply(st, &events.Envelope{ID: "e", MigrationID: id, Time: t0.Add(time.Second), Body: events.WriteLocked{Expiry: t0.Add(time.Minute), At: t0}})
+	st, err := Apply(st, &events.Envelope{ID: "e", MigrationID: id, Time: t0.Add(time.Second), Body: events.WriteLocked{Expiry: t0.Add(time.Minute), At: t0}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if st.Phase != events.PhaseDelta || !st.WriteLockedAt.Equal(t0) {
 		t.Fatalf("after the write lock: phase %s, write locked at %v", st.Phase, st.WriteLockedAt)
 	}

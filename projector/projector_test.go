@@ -26,7 +26,10 @@ type publisher struct {
 func (p *publisher) emit(id string, body events.Body, after time.Duration) {
 	p.t.Helper()
 	env := &events.Envelope{ID: fmt.Sprintf("%s-%d", id, len(p.states)+int(p.last)), MigrationID: id, Time: p.t0.Add(after), Body: body}
-	st := orchestrator.Apply(p.states[id], env)
+	st, err := orchestrator.Apply(p.states[id], env)
+	if err != nil {
+		p.t.Fatal(err)
+	}
 	p.states[id] = st
 	env.State = st
 	env.Resource = st.Resource
@@ -65,13 +68,15 @@ func TestProjector(t *testing.T) {
 		res := fmt.Sprintf("conv/a%d", i)
 		pub.emit("tenant1", events.TenantProgress{Started: res, StartedID: id}, time.Duration(i)*time.Millisecond)
 		pub.emit(id, events.Requested{Resource: res, Target: "eu", Tenant: "acme", Parent: "tenant1", Attempt: 1, MaxAttempts: 3, Token: "t"}, 0)
-		pub.emit(id, events.PreLocked{Source: "us"}, 10*time.Millisecond)
-		pub.emit(id, events.Converged{}, 100*time.Millisecond)
-		if i == 2 {
+		if i == 2 { // the pre-lock found the resource locked
 			pub.emit(id, events.Failed{Reason: "locked by another migration"}, 110*time.Millisecond)
 			pub.emit("tenant1", events.TenantProgress{Finished: res, Outcome: events.StatusFailed}, time.Second)
 			continue
 		}
+		pub.emit(id, events.PreLocked{Source: "us"}, 10*time.Millisecond)
+		pub.emit(id, events.HardDeleteLocked{Services: []string{"messages"}}, 100*time.Millisecond)
+		pub.emit(id, events.WriteLocked{}, 200*time.Millisecond)
+		pub.emit(id, events.Swapped{CleanupAt: pub.t0.Add(time.Hour)}, 210*time.Millisecond)
 		pub.emit(id, events.Completed{Figures: events.Figures{PreLockMs: int64(100 * (i + 1)), WriteLockMs: int64(10 * (i + 1)), TotalMs: int64(1000 * (i + 1)), Attempts: 1}}, time.Second)
 		pub.emit("tenant1", events.TenantProgress{Finished: res, Outcome: events.StatusCompleted}, time.Second)
 	}
@@ -82,7 +87,7 @@ func TestProjector(t *testing.T) {
 	}
 
 	snap := live.Snapshot()
-	if m0 := snap.Migrations["m0"]; m0.Status != events.StatusCompleted || len(m0.Timeline) != 4 || m0.Source != "us" || m0.Tenant != "acme" {
+	if m0 := snap.Migrations["m0"]; m0.Status != events.StatusCompleted || len(m0.Timeline) != 6 || m0.Source != "us" || m0.Tenant != "acme" {
 		t.Fatalf("m0 %+v", m0)
 	}
 	if m2 := snap.Migrations["m2"]; m2.Status != events.StatusFailed || m2.Reason != "locked by another migration" {
