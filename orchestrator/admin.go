@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cutover/cutover/eventlog"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/nats/natsclient"
@@ -74,7 +75,7 @@ type authorised struct {
 // earlier delivery: nothing is done again.
 func (w *Worker) runAdmin(ctx context.Context, c adminCommand, act func(context.Context, kvrouting.Resource, string) (events.Body, error)) error {
 	aid := AuditID(c.typ, c.env.ID)
-	if evs, err := History(ctx, w.js, aid); err != nil {
+	if evs, err := eventlog.New(w.nc, w.js).History(ctx, aid); err != nil {
 		return err
 	} else if len(evs) > 0 {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cutover/cutover/eventlog"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/nats-io/nats.go"
@@ -89,7 +90,7 @@ func (c *Client) State(ctx context.Context, migrationID string) (*events.State, 
 
 // History returns a migration's events, oldest first.
 func (c *Client) History(ctx context.Context, migrationID string) ([]*events.Envelope, error) {
-	return History(ctx, c.js, migrationID)
+	return eventlog.New(c.nc, c.js).History(ctx, migrationID)
 }
 
 func (c *Client) send(ctx context.Context, id string, body events.Body) error {

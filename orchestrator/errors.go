@@ -1,11 +1,15 @@
 package orchestrator
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cutover/cutover/eventlog"
+)
 
 var (
 	// ErrConflict is returned when an append lost the race: another worker
 	// advanced the migration first (wrong last subject sequence).
-	ErrConflict = errors.New("orchestrator: migration advanced concurrently")
+	ErrConflict = eventlog.ErrConflict
 	// ErrNotFound is returned for a migration with no events.
 	ErrNotFound = errors.New("orchestrator: migration not found")
 	// ErrInvalid is returned for an invalid command or configuration.

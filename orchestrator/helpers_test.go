@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cutover/cutover/eventlog"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
@@ -218,7 +219,7 @@ func (e *env) waitDone(id string, timeout time.Duration) *events.State {
 
 func (e *env) history(id string) []*events.Envelope {
 	e.t.Helper()
-	h, err := History(context.Background(), e.js, id)
+	h, err := eventlog.New(e.nc, e.js).History(context.Background(), id)
 	if err != nil {
 		e.t.Fatal(err)
 	}

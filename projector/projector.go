@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cutover/cutover/eventlog"
 	"github.com/cutover/cutover/events"
-	"github.com/cutover/cutover/nats/natsclient"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -30,8 +30,8 @@ type Change struct {
 // Projector keeps the read models of MIGRATION_EVENTS up to date. Run
 // consumes; every other method is safe for concurrent use by any goroutine.
 type Projector struct {
-	js  jetstream.JetStream
-	log *slog.Logger
+	events *eventlog.Log
+	log    *slog.Logger
 
 	mu struct {
 		sync.Mutex
@@ -48,7 +48,7 @@ func New(js jetstream.JetStream, logger *slog.Logger) *Projector {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Projector{js: js, log: logger}
+	p := &Projector{events: eventlog.New(nil, js), log: logger}
 	p.mu.m = newModels()
 	p.mu.subs = map[int]chan Change{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -67,9 +67,11 @@ func (p *Projector) Close() error {
 	return nil
 }
 
-// Run consumes the events stream from sequence 1 (an ordered, ephemeral
-// consumer) into the live models until ctx ends or Close. It returns nil on
-// a clean stop, ErrClosed after Close, or the consumer's error.
+// Run follows the events stream from sequence 1 (eventlog.Log.Follow)
+// into the live models until ctx ends or Close. A follow that fails (the
+// stream not there yet, a cluster still forming) is resumed after the last
+// folded sequence, after a backoff. It returns nil on a clean stop,
+// ErrClosed after Close.
 func (p *Projector) Run(ctx context.Context) error {
 	if p.ctx.Err() != nil {
 		return ErrClosed
@@ -78,41 +80,31 @@ func (p *Projector) Run(ctx context.Context) error {
 	defer cancel()
 	stop := context.AfterFunc(p.ctx, cancel)
 	defer stop()
-	// Retried while the answer is "not yet" (a cluster still forming).
-	var c jetstream.Consumer
-	err := natsclient.RetryIdempotent(ctx, func(ctx context.Context) (err error) {
-		c, err = p.js.OrderedConsumer(ctx, events.EventStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
-		return err
-	})
-	if err != nil {
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		err := p.events.Follow(ctx, "", p.LastSeq()+1, func(e eventlog.Entry) error {
+			p.ingest(e)
+			return nil
+		})
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("projector: consumer: %w", err)
-	}
-	cc, err := c.Consume(func(m jetstream.Msg) {
-		meta, err := m.Metadata()
-		if err != nil {
-			return
+		p.log.Debug("projector: following the events stream", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
 		}
-		p.ingest(meta.Sequence.Stream, m.Data())
-	})
-	if err != nil {
-		return fmt.Errorf("projector: consume: %w", err)
 	}
-	<-ctx.Done()
-	cc.Stop()
-	return nil
 }
 
 // ingest folds one stream message into the live models and notifies
 // subscribers.
-func (p *Projector) ingest(seq uint64, data []byte) {
-	e, err := events.Decode(data)
+func (p *Projector) ingest(en eventlog.Entry) {
+	seq, e := en.Seq, en.Event
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err != nil {
-		p.log.Warn("skipping undecodable event", "seq", seq, "err", err)
+	if en.Err != nil {
+		p.log.Warn("skipping undecodable event", "seq", seq, "err", en.Err)
 		p.mu.m.lastSeq = max(p.mu.m.lastSeq, seq)
 		return
 	}
@@ -200,48 +192,30 @@ func (p *Projector) WaitSeq(ctx context.Context, seq uint64) error {
 // equals Snapshot once the live models have reached the same sequence.
 // Errors: the JetStream API's, ctx's.
 func (p *Projector) Rebuild(ctx context.Context) (Snapshot, error) {
-	s, err := p.js.Stream(ctx, events.EventStream)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	info, err := s.Info(ctx)
+	last, err := p.events.LastSeq(ctx)
 	if err != nil {
 		return Snapshot{}, err
 	}
 	m := newModels()
-	last := info.State.LastSeq
-	if info.State.Msgs == 0 {
+	if last == 0 {
 		return m.snapshot(), nil
 	}
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
-	if err != nil {
-		return Snapshot{}, err
+	err = p.events.Follow(ctx, "", 1, func(e eventlog.Entry) error {
+		if e.Err != nil {
+			m.lastSeq = max(m.lastSeq, e.Seq)
+		} else {
+			m.apply(e.Seq, e.Event)
+		}
+		if m.lastSeq >= last {
+			return eventlog.ErrStop
+		}
+		return nil
+	})
+	if err == nil && m.lastSeq < last {
+		err = ctx.Err()
 	}
-	it, err := c.Messages()
 	if err != nil {
-		return Snapshot{}, err
-	}
-	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	for m.lastSeq < last {
-		msg, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return Snapshot{}, ctx.Err()
-			}
-			return Snapshot{}, fmt.Errorf("projector: rebuild at seq %d of %d: %w", m.lastSeq, last, err)
-		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			return Snapshot{}, err
-		}
-		e, err := events.Decode(msg.Data())
-		if err != nil {
-			m.lastSeq = max(m.lastSeq, meta.Sequence.Stream)
-			continue
-		}
-		m.apply(meta.Sequence.Stream, e)
+		return Snapshot{}, fmt.Errorf("projector: rebuild at seq %d of %d: %w", m.lastSeq, last, err)
 	}
 	return m.snapshot(), nil
 }
@@ -254,42 +228,15 @@ func (p *Projector) Rebuild(ctx context.Context) (Snapshot, error) {
 // Follow(ctx, lastSeq+1, fn) and misses nothing the stream still holds.
 // ctx's end returns nil.
 func (p *Projector) Follow(ctx context.Context, from uint64, fn func(Change) error) error {
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
-	if from > 0 {
-		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from}
+	err := p.events.Follow(ctx, "", from, func(en eventlog.Entry) error {
+		e := en.Event
+		if en.Err != nil || e.State == nil {
+			return nil // undecodable, or a command-only envelope
+		}
+		return fn(Change{Seq: en.Seq, MigrationID: e.MigrationID, Type: e.Type, Phase: e.State.Phase, Status: e.State.Status})
+	})
+	if ctx.Err() != nil {
+		return nil
 	}
-	c, err := p.js.OrderedConsumer(ctx, events.EventStream, cfg)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("projector: follow: %w", err)
-	}
-	msgs, err := c.Messages(jetstream.PullMaxMessages(16))
-	if err != nil {
-		return fmt.Errorf("projector: follow: %w", err)
-	}
-	defer msgs.Stop()
-	stop := context.AfterFunc(ctx, msgs.Stop)
-	defer stop()
-	for {
-		m, err := msgs.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("projector: follow: %w", err)
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			continue
-		}
-		e, err := events.Decode(m.Data())
-		if err != nil || e.State == nil {
-			continue // undecodable, or a command-only envelope
-		}
-		if err := fn(Change{Seq: meta.Sequence.Stream, MigrationID: e.MigrationID, Type: e.Type, Phase: e.State.Phase, Status: e.State.Status}); err != nil {
-			return err
-		}
-	}
+	return err
 }

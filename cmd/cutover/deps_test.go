@@ -54,7 +54,7 @@ func TestLibrariesDoNotLinkTheServer(t *testing.T) {
 	if err != nil {
 		t.Skip("go not on PATH")
 	}
-	for _, pkg := range []string{"../../kvrouting", "../../app/client", "../../events", "../../services/contract", "../../services/participant", "../../services/pgstore", "../../services/conformance", "../../services/httproute", "../../nats/natsclient", "../../orchestrator", "../../projector", "../../services/contractnats"} {
+	for _, pkg := range []string{"../../kvrouting", "../../app/client", "../../events", "../../eventlog", "../../services/contract", "../../services/participant", "../../services/pgstore", "../../services/conformance", "../../services/httproute", "../../nats/natsclient", "../../orchestrator", "../../projector", "../../services/contractnats"} {
 		out, err := exec.Command(gobin, "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", pkg, err)
@@ -79,7 +79,7 @@ func TestFrameworkDoesNotImportTheApp(t *testing.T) {
 		t.Skip("go not on PATH")
 	}
 	out, err := exec.Command(gobin, "list", "-deps", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}",
-		"../../services/...", "../../kvrouting/...", "../../events/...", "../../nats/...", "../../orchestrator/...", "../../projector/...").Output()
+		"../../services/...", "../../kvrouting/...", "../../events/...", "../../eventlog/...", "../../nats/...", "../../orchestrator/...", "../../projector/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/app/client"
+	"github.com/cutover/cutover/eventlog"
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/httproute"
@@ -229,39 +230,26 @@ func ValidationClass(detail string) string {
 // history as the projector's read models do. A stream that does not exist
 // yet is waited for. It returns nil when ctx ends.
 func (m *Metrics) FollowEvents(ctx context.Context, js jetstream.JetStream, log *slog.Logger) error {
-	var c jetstream.Consumer
+	l := eventlog.New(nil, js)
+	var last uint64
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-		var err error
-		c, err = js.OrderedConsumer(ctx, events.EventStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
-		if err == nil {
-			break
-		}
+		err := l.Follow(ctx, "", last+1, func(e eventlog.Entry) error {
+			last = e.Seq
+			if e.Err == nil {
+				m.Observe(e.Event)
+			}
+			return nil
+		})
 		if ctx.Err() != nil {
 			return nil
 		}
-		log.Debug("metrics: events stream not available yet", "err", err)
+		log.Debug("metrics: following the events stream", "err", err)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(backoff):
 		}
 	}
-	cc, err := c.Consume(func(msg jetstream.Msg) {
-		e, err := events.Decode(msg.Data())
-		if err != nil {
-			return
-		}
-		m.Observe(e)
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	<-ctx.Done()
-	cc.Stop()
-	return nil
 }
 
 // --- HTTP ---

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/orchestrator/approval"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A two-person command's approvals are collected here and verified by the
@@ -143,7 +142,7 @@ func awaitOutcome(ctx context.Context, o *conn, aid string, timeout time.Duratio
 	defer cancel()
 	var got *events.Envelope
 	var seq uint64
-	err := followSubject(wctx, o.js, events.EventSubject(aid), jetstream.DeliverAllPolicy, stderr, func(s uint64, e *events.Envelope) bool {
+	err := followEvents(wctx, o.js, aid, stderr, func(s uint64, e *events.Envelope) bool {
 		got, seq = e, s
 		return true
 	})

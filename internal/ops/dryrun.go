@@ -159,7 +159,7 @@ func estimate(ctx context.Context, o *conn, records int) *PlanEstimate {
 	}
 	var all, similar []*events.Figures
 	for _, l := range lasts {
-		st := l.env.State
+		st := l.Event.State
 		if st == nil || st.Status != events.StatusCompleted || st.Figures == nil || st.Phase == events.PhaseTenant {
 			continue
 		}

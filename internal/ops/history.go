@@ -57,8 +57,8 @@ func History(ctx context.Context, r HistoryRequest, stdout io.Writer) error {
 				return lerr
 			}
 			for _, l := range lasts {
-				if ofResource(l.env, res.String()) {
-					ids = append(ids, l.env.MigrationID)
+				if ofResource(l.Event, res.String()) {
+					ids = append(ids, l.Event.MigrationID)
 				}
 			}
 		} else if err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/orchestrator"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // StartRequest is `cutover migrate start`: migrate one resource.
@@ -145,7 +144,7 @@ func followMigration(ctx context.Context, o *conn, id string, timeout time.Durat
 	var last *events.State
 	var t0 time.Time
 	prev := events.Phase("")
-	err := followSubject(ctx, o.js, events.EventSubject(id), jetstream.DeliverAllPolicy, stderr, func(seq uint64, e *events.Envelope) bool {
+	err := followEvents(ctx, o.js, id, stderr, func(seq uint64, e *events.Envelope) bool {
 		if e.State == nil {
 			return false
 		}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cutover/cutover/eventlog"
 	"github.com/cutover/cutover/events"
 )
 
@@ -75,21 +76,21 @@ func Status(ctx context.Context, r StatusRequest, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var rows []lastEvent
+	var rows []eventlog.Entry
 	for _, l := range lasts {
-		if l.env.State == nil || l.env.MigrationID == "" || (r.Active && l.env.State.Status.Terminal()) || adminAudit(l.env) {
+		if l.Event.State == nil || l.Event.MigrationID == "" || (r.Active && l.Event.State.Status.Terminal()) || adminAudit(l.Event) {
 			continue
 		}
 		rows = append(rows, l)
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].env.Time.After(rows[j].env.Time) })
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Event.Time.After(rows[j].Event.Time) })
 	if r.Limit > 0 && len(rows) > r.Limit {
 		rows = rows[:r.Limit]
 	}
 	if r.JSON {
 		out := make([]StateJSON, 0, len(rows))
 		for _, row := range rows {
-			out = append(out, toStateJSON(row.env.State, row.seq))
+			out = append(out, toStateJSON(row.Event.State, row.Seq))
 		}
 		return writeJSON(stdout, out)
 	}
@@ -99,13 +100,13 @@ func Status(ctx context.Context, r StatusRequest, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%-32s  %-28s  %-20s  %-18s  %-9s  %-14s  %s\n", "ID", "RESOURCE", "ROUTE", "PHASE", "STATUS", "UPDATED", "REASON")
 	for _, row := range rows {
-		st := row.env.State
+		st := row.Event.State
 		what := st.Resource
 		if st.Fanout != nil {
 			what = fmt.Sprintf("tenant %s (%d/%d)", st.Fanout.Tenant, st.Fanout.Finished(), len(st.Fanout.Resources))
 		}
 		fmt.Fprintf(stdout, "%-32s  %-28s  %-20s  %-18s  %-9s  %-14s  %s\n", st.ID, what, route(st), st.Phase, statusWord(st),
-			row.env.Time.UTC().Format("01-02 15:04:05"), st.Reason)
+			row.Event.Time.UTC().Format("01-02 15:04:05"), st.Reason)
 	}
 	return nil
 }

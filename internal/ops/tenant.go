@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/events"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TenantRequest is `cutover migrate tenant`: migrate a tenant's resources.
@@ -79,7 +78,7 @@ func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer)
 	fctx, cancel := withTimeout(ctx, r.Timeout)
 	defer cancel()
 	var last *events.State
-	err = followSubject(fctx, o.js, events.EventSubject(id), jetstream.DeliverAllPolicy, stderr, func(_ uint64, e *events.Envelope) bool {
+	err = followEvents(fctx, o.js, id, stderr, func(_ uint64, e *events.Envelope) bool {
 		if e.State == nil || e.State.Fanout == nil {
 			return false
 		}
