@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/cutover/cutover/services/contractnats"
+)
+
+// What a migration costs, measured around a move: contract requests served
+// and the box's synced-append rate.
+
+// contractRequests is the number of contract requests every participant
+// reachable through nc has served so far: the sum of their endpoints'
+// request counts, read with the NATS micro stats request ($SRV.STATS) and
+// the replies collected until none has come for a quarter second.
+func contractRequests(ctx context.Context, nc *nats.Conn) (uint64, error) {
+	subj, err := micro.ControlSubject(micro.StatsVerb, contractnats.ServiceName, "")
+	if err != nil {
+		return 0, err
+	}
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishRequest(subj, inbox, nil); err != nil {
+		return 0, err
+	}
+	var total uint64
+	replies := 0
+	for {
+		wait := 250 * time.Millisecond
+		if replies == 0 {
+			wait = 5 * time.Second
+		}
+		m, err := sub.NextMsg(wait)
+		if err == nats.ErrTimeout {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		var st micro.Stats
+		if err := json.Unmarshal(m.Data, &st); err != nil {
+			return 0, fmt.Errorf("bench: contract stats: %w", err)
+		}
+		for _, ep := range st.Endpoints {
+			total += uint64(ep.NumRequests)
+		}
+		replies++
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+	}
+	if replies == 0 {
+		return 0, fmt.Errorf("bench: no contract service answered %s", subj)
+	}
+	return total, nil
+}
+
+// syncedAppendsPerSec measures the synced-append rate of this box's
+// JetStream: n publishes, each waiting for its acknowledgement, to a
+// scratch file stream (R1, the server's fsync setting), one after another:
+// the rate one stream's appends cannot exceed. The stream is deleted.
+func syncedAppendsPerSec(ctx context.Context, js jetstream.JetStream, n int) (float64, error) {
+	const name = "BENCH_FSYNC_PROBE"
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"bench.fsync.probe"}, Storage: jetstream.FileStorage}); err != nil {
+		return 0, fmt.Errorf("bench: fsync probe: %w", err)
+	}
+	defer func() { _ = js.DeleteStream(context.WithoutCancel(ctx), name) }()
+	data := make([]byte, 512) // about an event's size
+	start := time.Now()
+	for range n {
+		if _, err := js.Publish(ctx, "bench.fsync.probe", data); err != nil {
+			return 0, fmt.Errorf("bench: fsync probe: %w", err)
+		}
+	}
+	return Ratio(float64(n), time.Since(start).Seconds()), nil
+}
