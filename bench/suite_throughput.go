@@ -210,7 +210,7 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Result, error) {
 		Met:    f.MigrationsPerSec >= 150 && f.WriteLockMs.P99 <= 50 && f.Completed == f.Migrations,
 		Notes: []string{
 			"rate = completed migrations / wall time from the first start to the last migration's end; total_ms ends at the swap",
-			"fanout tenant: the tenant fan-out starts one child per step and loads every active child's state on each step (orchestrator/tenant.go), which caps the rate near 12/s here whatever the concurrency; fanout direct measures the engine itself (worker Parallel × workers in flight)",
+			"fanout tenant: one tenant move; each of its steps reads its active children once (16 at a time) and records every child that ended and every child it can start (orchestrator/tenant.go); fanout direct measures the engine itself (worker Parallel × workers in flight)",
 			"write lock = write-lock escalation -> swap, from phase timestamps",
 			"appends_per_migration counts messages added to each stream during the move (live traffic adds none: user writes go to Pebble); with sync always each is an fsync under its stream's lock, which serialises them; Pebble's commits (imports, fences) group-commit and are not counted",
 			"contract_requests_per_migration: the participants' micro-service request counts ($SRV.STATS) before and after the move; cpu_ms_per_migration: the process's CPU during the move / completed; fsync_ceiling: 500 acknowledged publishes one after another to a scratch file stream after the move, / appends_per_migration total",

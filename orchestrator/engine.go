@@ -15,6 +15,12 @@ import (
 type outcome struct {
 	// body is the event to append (nil: none).
 	body events.Body
+	// then are more events of the same step, appended after body in
+	// order, each conditioned on the one before (one fact each: a
+	// tenant step records every child that ended and every child it
+	// started). A crash or a lost race between them loses the rest, which
+	// the next step derives again from the state.
+	then []events.Body
 	// wait, when positive, re-arms the durable timer: the work message is
 	// negatively acknowledged with this delay (never an in-memory sleep).
 	wait time.Duration
@@ -92,14 +98,18 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 		defer release()
 	}
 	out := w.step(sctx, st)
-	if out.body != nil {
-		if hook := w.cfg.BeforeAppend; hook != nil && hook(st, out.body) != nil {
+	next, nseq = st, seq
+	for i, body := range append([]events.Body{out.body}, out.then...) {
+		if body == nil {
+			continue
+		}
+		if hook := w.cfg.BeforeAppend; hook != nil && hook(next, body) != nil {
 			return nil, 0, true // simulated crash: the side effect happened, its event is lost
 		}
 		// A fresh context: a step that timed out must still record its
 		// failure (it counts toward the phase's retry limit).
 		actx, acancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
-		env, aseq, err := appendEvent(actx, w.js, st, seq, out.body, "", w.cfg.Clock())
+		env, aseq, err := appendEvent(actx, w.js, next, nseq, body, "", w.cfg.Clock())
 		acancel()
 		if errors.Is(err, ErrConflict) {
 			return nil, 0, false // another worker advanced it: drop the step, re-read
@@ -107,12 +117,12 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 		if errors.Is(err, ErrIllegalTransition) {
 			// A step produced an event the transition table refuses: a
 			// defect, never folded on. The migration waits, visibly.
-			w.log.Error("step refused by the transition table", "migration", id, "phase", st.Phase, "event", out.body.Type(), "err", err)
+			w.log.Error("step refused by the transition table", "migration", id, "phase", next.Phase, "event", body.Type(), "err", err)
 			_ = m.NakWithDelay(max(w.cfg.RetryBackoff, time.Second))
 			return nil, 0, true
 		}
 		if err != nil {
-			w.log.Warn("append failed", "migration", id, "err", err)
+			w.log.Warn("append failed", "migration", id, "event", i, "err", err)
 			_ = m.NakWithDelay(w.cfg.RetryBackoff)
 			return nil, 0, true
 		}
@@ -121,6 +131,9 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 			return nil, 0, true // simulated crash: settle nothing, AckWait redelivers
 		}
 		next, nseq = env.State, aseq
+	}
+	if next == st {
+		next, nseq = nil, 0 // no event: the next step re-reads
 	}
 	switch {
 	case out.ack:

@@ -99,3 +99,66 @@ func TestTenantFanout(t *testing.T) {
 	}
 	assertFold(t, h)
 }
+
+// One tenant step reads its active children once and records every child
+// that ended and every child it can start, one event each, in one outcome;
+// the step that finds the last child ended completes the move.
+func TestTenantStepBatches(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	w, err := NewWorker(e.nc, e.js, e.config()) // not run: its steps are called directly
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	// Three children that ended, one still running.
+	ended := map[string]events.Status{"conv/a": events.StatusFailed, "conv/b": events.StatusFailed, "conv/c": events.StatusDropped, "conv/d": events.StatusActive}
+	var active []events.TenantChild
+	for _, res := range []string{"conv/a", "conv/b", "conv/c", "conv/d"} {
+		id := DeriveID("test-child", res)
+		env, seq, err := appendTo(ctx, e.js, id, nil, 0, events.Requested{Resource: res, Target: "eu", Attempt: 1, MaxAttempts: 3, Token: "t"}, "", now, id+"-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var end events.Body
+		switch ended[res] {
+		case events.StatusFailed:
+			end = events.Failed{Reason: "test"}
+		case events.StatusDropped:
+			end = events.Dropped{Reason: "test"}
+		}
+		if end != nil {
+			if _, _, err := appendTo(ctx, e.js, id, env.State, seq, end, "", now, id+"-2"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		active = append(active, events.TenantChild{Resource: res, MigrationID: id})
+	}
+	resources := []string{"conv/a", "conv/b", "conv/c", "conv/d", "conv/e", "conv/f", "conv/g"}
+	st := &events.State{ID: "tenant1", Phase: events.PhaseTenant, Status: events.StatusActive, RequestedAt: now, Attempt: 1,
+		Fanout: &events.TenantState{Tenant: "acme", Target: "eu", Resources: resources, Concurrency: 3, Next: 4, Active: active}}
+	out := w.tenantStep(ctx, st, now)
+	var got []string
+	for _, b := range append([]events.Body{out.body}, out.then...) {
+		tp, ok := b.(events.TenantProgress)
+		switch {
+		case !ok:
+			got = append(got, b.Type())
+		case tp.Finished != "":
+			got = append(got, "finished "+tp.Finished)
+		default:
+			got = append(got, "started "+tp.Started)
+		}
+	}
+	// a, b, c ended; d runs; concurrency 3 leaves room for e and f.
+	want := "[finished conv/a finished conv/b finished conv/c started conv/e started conv/f]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("one step recorded %v, want %v", got, want)
+	}
+	// Every child ended and none left to start: the same step completes.
+	st.Fanout.Next, st.Fanout.Active = len(resources), active[:3]
+	out = w.tenantStep(ctx, st, now)
+	if last := append([]events.Body{out.body}, out.then...); len(last) != 4 || last[3].Type() != events.TypeCompleted {
+		t.Fatalf("the last step recorded %v, want three finished children and completed", last)
+	}
+}

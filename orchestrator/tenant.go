@@ -1,9 +1,10 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
+	"sync"
 	"hash/fnv"
 	"time"
 
@@ -33,44 +34,95 @@ func (w *Worker) partition(resource string) int {
 	return int(h.Sum32() % uint32(w.cfg.Partitions))
 }
 
-// tenantStep advances a tenant fan-out: record children that ended, start
-// more while fewer than Concurrency run (the semaphore lives in the state)
-// and the resource's partition is not rate-limited, complete when all have
-// ended.
+// tenantStep advances a tenant fan-out: it reads every active child's
+// state at once, records each child that ended, starts children while
+// fewer than Concurrency run (the semaphore lives in the state) and their
+// partition is not rate-limited, and completes when all have ended. All of
+// it is one step: one event per fact (TenantProgress per child ended or
+// started), appended one after another (outcome.then), so a tenant move
+// costs its children's reads once per step, not once per child.
 func (w *Worker) tenantStep(ctx context.Context, st *events.State, now time.Time) outcome {
-	f := st.Fanout
 	if st.Status.Terminal() {
 		return outcome{ack: true}
 	}
-	for _, c := range f.Active {
-		cs, _, err := Load(ctx, w.nc, c.MigrationID)
-		if errors.Is(err, ErrNotFound) {
-			continue // its start command is not processed yet
-		}
+	var evs []events.Body
+	cur := st
+	record := func(b events.Body) bool { // folds b into cur, as the append will
+		next, err := Apply(cur, &events.Envelope{ID: "next", MigrationID: st.ID, Time: now, Body: b})
 		if err != nil {
-			return waitFor(w.cfg.RetryBackoff)
+			return false
 		}
-		if cs.Status.Terminal() {
-			return outcome{body: events.TenantProgress{Finished: c.Resource, Outcome: cs.Status}}
-		}
+		evs, cur = append(evs, b), next
+		return true
 	}
-	if len(f.Active) < f.Concurrency && f.Next < len(f.Resources) {
+	for _, c := range w.endedChildren(ctx, st.Fanout.Active) {
+		record(events.TenantProgress{Finished: c.child.Resource, Outcome: c.status})
+	}
+	var wait time.Duration
+	for {
+		f := cur.Fanout
+		if len(f.Active) >= f.Concurrency || f.Next >= len(f.Resources) {
+			break
+		}
 		res := f.Resources[f.Next]
 		p := w.partition(res)
 		if iv := w.cfg.PartitionInterval; iv > 0 && p < len(f.LastStart) && !f.LastStart[p].IsZero() {
 			if next := f.LastStart[p].Add(iv); now.Before(next) {
-				return waitFor(min(next.Sub(now), w.cfg.TenantPoll))
+				wait = min(next.Sub(now), w.cfg.TenantPoll)
+				break
 			}
 		}
 		cmd := events.Start{Resource: res, Target: f.Target, Parent: st.ID, Tenant: f.Tenant}
 		cmd.MigrationID = startID("", cmd)
 		if err := sendCommand(ctx, w.js, DeriveID("tenant-cmd", st.ID, res), st.ID, cmd); err != nil {
-			return waitFor(w.cfg.RetryBackoff)
+			wait = w.cfg.RetryBackoff
+			break
 		}
-		return outcome{body: events.TenantProgress{Started: res, StartedID: cmd.MigrationID, Partition: p}}
+		if !record(events.TenantProgress{Started: res, StartedID: cmd.MigrationID, Partition: p}) {
+			break
+		}
 	}
-	if f.Next >= len(f.Resources) && len(f.Active) == 0 {
-		return outcome{body: events.Completed{Figures: events.Figures{TotalMs: now.Sub(st.RequestedAt).Milliseconds(), Attempts: 1}}}
+	if f := cur.Fanout; f.Next >= len(f.Resources) && len(f.Active) == 0 {
+		record(events.Completed{Figures: events.Figures{TotalMs: now.Sub(st.RequestedAt).Milliseconds(), Attempts: 1}})
 	}
-	return waitFor(w.cfg.TenantPoll)
+	if len(evs) == 0 {
+		return waitFor(cmp.Or(wait, w.cfg.TenantPoll))
+	}
+	return outcome{body: evs[0], then: evs[1:]}
 }
+
+// endedChild is a child migration found terminal.
+type endedChild struct {
+	child  events.TenantChild
+	status events.Status
+}
+
+// endedChildren reads the active children's states, tenantReads at a
+// time, and returns those that ended, in the order given. A child whose
+// state cannot be read now (its start command not processed yet, the
+// stream unavailable) counts as running.
+func (w *Worker) endedChildren(ctx context.Context, active []events.TenantChild) []endedChild {
+	status := make([]events.Status, len(active))
+	sem := make(chan struct{}, tenantReads)
+	var wg sync.WaitGroup
+	for i, c := range active {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if cs, _, err := Load(ctx, w.nc, c.MigrationID); err == nil {
+				status[i] = cs.Status
+			}
+		})
+	}
+	wg.Wait()
+	var out []endedChild
+	for i, c := range active {
+		if status[i].Terminal() {
+			out = append(out, endedChild{child: c, status: status[i]})
+		}
+	}
+	return out
+}
+
+// tenantReads bounds a tenant step's concurrent reads of its children.
+const tenantReads = 16
