@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"sync"
 	"hash/fnv"
+	"sync"
 	"time"
 
 	"github.com/cutover/cutover/events"
