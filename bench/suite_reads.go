@@ -95,9 +95,9 @@ func Reads(ctx context.Context, o ReadsOptions) (*Result, error) {
 		Target: ">= 10x fewer routing-store reads per migration with the holder's cached document",
 		Notes: []string{
 			"reads are leader/direct/mirror gets on the routing KV counted by kvrouting.Store, with no user traffic running",
-			"mix " + o.Mix + ": the baseline's reads grow with the steps a migration takes (one check per copy step and per lock step), ours do not; since the lock steps record their fences and the swap its validation (fewer steps), a 10-message conversation takes 8 checks, not 10",
+			"mix " + o.Mix + ": the baseline's reads grow with the steps a migration takes (one check per copy step and per lock step), ours do not; a conversation that fits one copy step takes 8 (the pre-lock's read, the two escalations', four lock checks, the swap's); the Phase 1 wait ends at the lock's not-before plus its clock skew, so no escalation is refused as early and re-read (until 2026-12-05 both modes paid that: 10 and 2)",
 			"every migration checks that it still holds its lock before each call that acts under it (fences, each export/import page, validation: kvrouting.Locker.Verify), and every lock transition is a conditional write",
-			"ours: the holder's cached document (the last document this migration wrote; it is the lock's only writer) answers those checks and is the revision the conditional writes expect, so only the pre-lock reads (it has no document yet); paper 000 §8 reports ~90 % fewer routing reads from the same optimisation",
+			"ours: the holder's cached document (the last document this migration wrote; it is the lock's only writer) answers those checks and is the revision the conditional writes expect, so only the pre-lock reads (it has no document yet): 1 read, the floor; the source's cleanup after the window is stamped with the revision the swap wrote (no read unless a store refuses it as stale; this suite ends before the window); paper 000 §8 reports ~90 % fewer routing reads from the same optimisation",
 			"baseline (orchestrator.WithoutHolderCache): every check and every transition reads the document from the leader first, the paper's design before that optimisation",
 		}}
 	if ours.ReadsPerMigration == 0 && base.ReadsPerMigration > 0 {

@@ -159,7 +159,11 @@ type Swapped struct {
 	// window ends there, whatever the step did after it (the regions'
 	// authority) before it appended this event. Zero in a
 	// swap recognised after the fact; the event's time stands in.
-	At         time.Time     `msgpack:"at,omitempty"`
+	At time.Time `msgpack:"at,omitempty"`
+	// Rev is the routing revision the swap committed, at which the old
+	// source is a secondary (0 in a swap recognised after the fact): the
+	// source's cleanup is stamped with it without reading the document.
+	Rev        uint64        `msgpack:"rev,omitempty"`
 	Validation *Validated    `msgpack:"val,omitempty"`
 	CleanupAt  time.Time     `msgpack:"cleanup,omitempty"`
 	Deltas     []DeltaCopied `msgpack:"deltas,omitempty"`

@@ -110,7 +110,9 @@ type State struct {
 	PendingChildren []string  `msgpack:"pending,omitempty"`
 	Children        []string  `msgpack:"children,omitempty"`
 	CleanupAt       time.Time `msgpack:"cleanup,omitempty"`
-	SourceCleaned   bool      `msgpack:"cleaned,omitempty"`
+	// SwapRev is the routing revision of this migration's swap (Swapped.Rev).
+	SwapRev       uint64 `msgpack:"swaprev,omitempty"`
+	SourceCleaned bool   `msgpack:"cleaned,omitempty"`
 	// Reason explains a Failed or Dropped end, or the last rollback.
 	Reason  string   `msgpack:"reason,omitempty"`
 	Figures *Figures `msgpack:"fig,omitempty"`

@@ -8,11 +8,13 @@ import (
 )
 
 // TestConvergenceModes: with fence-driven convergence Phase 1
-// waits for no cache — the escalation may follow as soon as the pre-lock's
+// waits for no cache — the escalation follows as soon as the pre-lock's
 // not-before (now + the lock's convergence delay, which the system sets to
-// 0 in this mode) is past (the default); with "ttl" it waits the not-before plus the
-// buffer, at least the replication bound (paper 001 §4.1.1). Both migrate;
-// anything else is refused.
+// 0 in this mode) plus the lock's clock skew is past, the first moment the
+// routing store accepts it (the default); with "ttl" it waits the
+// not-before plus the buffer, at least the replication bound (paper 001
+// §4.1.1), and never less than the skew. Both migrate, and neither
+// escalation is refused as early; anything else is refused.
 func TestConvergenceModes(t *testing.T) {
 	for _, mode := range []string{"", ConvergenceFence, ConvergenceTTL} {
 		t.Run("mode="+mode, func(t *testing.T) {
@@ -32,14 +34,18 @@ func TestConvergenceModes(t *testing.T) {
 				t.Fatal("no PreLocked event")
 			}
 			wait := pl.WaitUntil.Sub(pl.NotBefore)
+			skew := e.locker.Config().ClockSkew
+			if wait < skew {
+				t.Fatalf("waits %s past the not-before, less than the skew %s: the escalation would be refused", wait, skew)
+			}
 			switch mode {
 			case ConvergenceTTL:
 				if wait < cfg.ConvergenceBuffer {
 					t.Fatalf("ttl: waits until %s after the not-before, want >= the buffer %s", wait, cfg.ConvergenceBuffer)
 				}
 			default: // fence is the default
-				if wait != 0 {
-					t.Fatalf("fence: waits %s past the not-before, want 0", wait)
+				if wait != skew {
+					t.Fatalf("fence: waits %s past the not-before, want the skew %s", wait, skew)
 				}
 			}
 		})

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,12 +41,24 @@ func TestHardDeleteRenewal(t *testing.T) {
 	e.assertMigrated("conv/long")
 }
 
-// After the cleanup window the source data is deleted (paper 001 §4.1.4).
+// After the cleanup window the source data is deleted (paper 001 §4.1.4),
+// stamped with the revision the migration's own swap wrote: no routing
+// read between the swap and the cleanup (paper 000 §8).
 func TestSourceCleanupAfterWindow(t *testing.T) {
 	e := mustEnv(t)
 	e.seed("conv/clean", 5)
 	cfg := e.config()
 	cfg.CleanupWindow = 300 * time.Millisecond
+	var atSwap, atClean atomic.Uint64
+	cfg.AfterAppend = func(env *events.Envelope) error {
+		switch env.Type {
+		case events.TypeSwapped:
+			atSwap.Store(e.locker.Store().Stats().Reads())
+		case events.TypeCleanedUp:
+			atClean.Store(e.locker.Store().Stats().Reads())
+		}
+		return nil
+	}
 	e.startWorker(cfg)
 	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/clean", Target: "eu"})
 	if err != nil {
@@ -62,6 +75,9 @@ func TestSourceCleanupAfterWindow(t *testing.T) {
 			t.Fatal("source not cleaned")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if atClean.Load() != atSwap.Load() {
+		t.Errorf("%d routing reads between the swap and the source's cleanup, want 0", atClean.Load()-atSwap.Load())
 	}
 	for _, svc := range testServices {
 		if live, tomb, _ := e.stores["us"][svc].Count("conv/clean"); live+tomb != 0 {

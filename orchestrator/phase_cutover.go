@@ -113,6 +113,9 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 	committed := w.cfg.Clock() // the write-blocked window ends here
 	w.remember(st, nil)        // the lock is gone: nothing more to cache
 	ev := events.Swapped{Validation: v, At: committed}
+	if d.Primary.Region != st.Source {
+		ev.Rev = d.Revision
+	}
 	if err := w.authorizeBoth(ctx, st, d); err != nil {
 		w.log.Warn("authority after the swap left to the next step", "migration", st.ID, "err", err)
 		return outcome{body: ev}
@@ -157,6 +160,20 @@ func (w *Worker) cleanSource(ctx context.Context, st *events.State, now time.Tim
 	if now.Before(st.CleanupAt) {
 		return waitFor(st.CleanupAt.Sub(now))
 	}
+	// The holder knows the revision its swap wrote (paper 000 §8): the
+	// source is a secondary there, and a store told of anything newer since
+	// refuses that stamp as stale. Only then is the document read.
+	cleaned := 0
+	if w.holders != nil && st.SwapRev > 0 {
+		n, refused, err := w.cleanupAs(ctx, st, st.Source, contract.Authority{Rev: st.SwapRev, Role: contract.RoleSecondary})
+		if err != nil {
+			return waitFor(w.cfg.RetryBackoff)
+		}
+		if !refused {
+			return outcome{body: events.CleanedUp{Records: n}}
+		}
+		cleaned = n
+	}
 	res, _ := kvrouting.ParseResource(st.Resource)
 	doc, err := w.cfg.Locker.Get(ctx, res)
 	if err != nil {
@@ -166,7 +183,7 @@ func (w *Worker) cleanSource(ctx context.Context, st *events.State, now time.Tim
 	if err != nil {
 		return waitFor(w.cfg.RetryBackoff)
 	}
-	return outcome{body: events.CleanedUp{Records: n}}
+	return outcome{body: events.CleanedUp{Records: cleaned + n}}
 }
 
 // cleanup removes st's resource at every endpoint of region, stamped with
@@ -174,25 +191,31 @@ func (w *Worker) cleanSource(ctx context.Context, st *events.State, now time.Tim
 // holding a newer authority) keeps its records, which is what the refusal
 // is for: it counts 0.
 func (w *Worker) cleanup(ctx context.Context, st *events.State, region string, d *kvrouting.Document) (int, error) {
+	n, _, err := w.cleanupAs(ctx, st, region, w.authorityAt(st, d, region))
+	return n, err
+}
+
+// cleanupAs removes st's resource at every endpoint of region, stamped
+// with a; refused reports that a store refused (its records stay).
+func (w *Worker) cleanupAs(ctx context.Context, st *events.State, region string, a contract.Authority) (total int, refused bool, err error) {
 	res, _ := kvrouting.ParseResource(st.Resource)
 	eps, err := w.cfg.Directory.Endpoints(ctx, region, res.Kind)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	a := w.authorityAt(st, d, region)
-	total := 0
 	for _, ep := range eps {
 		n, err := ep.Cleanup(ctx, st.Resource, a)
 		if err != nil && contract.AsError(err).Code == contract.CodeConflict {
-			w.log.Info("cleanup refused: the records stay", "migration", st.ID, "region", region, "service", ep.Service(), "err", err)
+			w.log.Info("cleanup refused: the records stay", "migration", st.ID, "region", region, "service", ep.Service(), "authority", a.String(), "err", err)
+			refused = true
 			continue
 		}
 		if err != nil {
-			return total, err
+			return total, refused, err
 		}
 		total += n
 	}
-	return total, nil
+	return total, refused, nil
 }
 
 // figures computes the Completed event's measurements (paper 001 §6.2).

@@ -41,6 +41,12 @@ func (w *Worker) preLock(ctx context.Context, st *events.State, res kvrouting.Re
 			// (plus the skew) is the only wait left.
 			until = g.NotBefore
 		}
+		// The escalation refuses before the not-before plus the lock
+		// enforcers' clock skew (kvrouting: ErrNotConverged): waking
+		// earlier would cost a step and a routing read for a refusal.
+		if floor := g.NotBefore.Add(w.skew); until.Before(floor) {
+			until = floor
+		}
 		return outcome{body: events.PreLocked{Source: g.Doc.Primary.Region, NotBefore: g.NotBefore, Expiry: g.Expiry, WaitUntil: until}}
 	case errors.Is(err, kvrouting.ErrAtTarget):
 		return outcome{body: events.Dropped{Reason: "already at target"}}

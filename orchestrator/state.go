@@ -95,6 +95,7 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 			applyDelta(n, pg)
 		}
 		n.Phase, n.SwappedAt, n.LockExpiry = events.PhaseSwapped, at, zeroTime
+		n.SwapRev = b.Rev
 		if !b.At.IsZero() {
 			n.SwappedAt = b.At.UTC() // the swap's commit, not the step's end
 		}
