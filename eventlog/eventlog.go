@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -144,6 +145,105 @@ func (l *Log) Append(ctx context.Context, env *events.Envelope, after uint64) (u
 	}
 	return ack.Sequence, nil
 }
+
+// AppendBatch appends envs, all of one migration and in order, as ONE
+// atomic batch (JetStream atomic batch publish; the stream must allow it,
+// AllowAtomicPublish): all of them or none, the first conditioned on after
+// being the migration's last sequence (only a batch's first message may
+// carry that condition; the others follow it in the batch). Each keeps its
+// ID as its Nats-Msg-Id. It returns the last one's stream sequence. One
+// envelope is an Append. Errors: as Append; a batch whose outcome was
+// unknown and that is retried after it landed is refused (its ids are
+// duplicates) as ErrConflict, and the writer re-reads.
+func (l *Log) AppendBatch(ctx context.Context, envs []*events.Envelope, after uint64) (uint64, error) {
+	switch {
+	case len(envs) == 0:
+		return after, nil
+	case len(envs) == 1:
+		return l.Append(ctx, envs[0], after)
+	}
+	msgs := make([]*nats.Msg, len(envs))
+	for i, env := range envs {
+		if env.MigrationID != envs[0].MigrationID {
+			return 0, fmt.Errorf("eventlog: a batch of migrations %s and %s", envs[0].MigrationID, env.MigrationID)
+		}
+		data, err := events.Encode(env)
+		if err != nil {
+			return 0, err
+		}
+		m := nats.NewMsg(events.EventSubject(env.MigrationID))
+		m.Data = data
+		m.Header.Set(jetstream.MsgIDHeader, env.ID)
+		m.Header.Set(batchSeqHeader, strconv.Itoa(i+1))
+		if i == 0 {
+			m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
+		}
+		if i == len(envs)-1 {
+			m.Header.Set(batchCommitHeader, "1")
+		}
+		msgs[i] = m
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		var ack *jetstream.PubAck
+		for _, m := range msgs { // a fresh batch per attempt: a half-sent one is abandoned
+			m.Header.Set(batchIDHeader, fmt.Sprintf("%s-%d", envs[0].ID, attempt))
+		}
+		ack, err = l.publishBatch(ctx, msgs)
+		if err == nil {
+			return ack.Sequence, nil
+		}
+		if wrongLastSequence(err) || duplicateInBatch(err) {
+			return 0, fmt.Errorf("%w: %s at seq %d: %w", ErrConflict, envs[0].MigrationID, after, err)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&
+			!errors.Is(err, jetstream.ErrNoStreamResponse) && !errors.Is(err, nats.ErrNoResponders) {
+			return 0, err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+		}
+	}
+	return 0, err
+}
+
+// The atomic batch headers (ADR-50).
+const (
+	batchIDHeader     = "Nats-Batch-Id"
+	batchSeqHeader    = "Nats-Batch-Sequence"
+	batchCommitHeader = "Nats-Batch-Commit"
+)
+
+// publishBatch sends a batch's messages, the last one (the commit) as a
+// request answered with the batch's acknowledgement.
+func (l *Log) publishBatch(ctx context.Context, msgs []*nats.Msg) (*jetstream.PubAck, error) {
+	nc := l.js.Conn()
+	for _, m := range msgs[:len(msgs)-1] {
+		if err := nc.PublishMsg(m); err != nil {
+			return nil, err
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, PublishAttemptTimeout)
+	defer cancel()
+	return l.js.PublishMsg(actx, msgs[len(msgs)-1])
+}
+
+// duplicateInBatch reports whether a batch was refused for a message id
+// already stored (a retried batch that had landed).
+func duplicateInBatch(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrAtomicPublishContainsDuplicate
+}
+
+// jsErrAtomicPublishContainsDuplicate is nats-server's error code for an
+// atomic batch holding a message id already stored.
+const jsErrAtomicPublishContainsDuplicate = 10201
 
 // Follow calls fn with every message of the stream (of one migration when
 // migrationID is not empty), from stream sequence from on (0 or 1: the

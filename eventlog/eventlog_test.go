@@ -19,7 +19,7 @@ func newLog(t *testing.T) (*Log, jetstream.JetStream) {
 	t.Helper()
 	srv := natstest.RunServer(t)
 	nc, js := natstest.MustConnect(t, srv.ClientURL())
-	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: events.EventStream, Subjects: []string{events.EventPrefix + ">"}}); err != nil {
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: events.EventStream, Subjects: []string{events.EventPrefix + ">"}, AllowAtomicPublish: true}); err != nil {
 		t.Fatal(err)
 	}
 	return New(nc, js), js
@@ -82,6 +82,38 @@ func TestAppendIsConditional(t *testing.T) {
 		if want := map[string]string{"m1": "m1-2", "m2": "m2-1"}[e.Event.MigrationID]; e.Event.ID != want {
 			t.Errorf("head of %s is %s, want %s", e.Event.MigrationID, e.Event.ID, want)
 		}
+	}
+}
+
+// A batch is appended whole or not at all, conditioned on the migration's
+// last sequence; a stale condition appends none of it.
+func TestAppendBatch(t *testing.T) {
+	l, _ := newLog(t)
+	ctx := t.Context()
+	s1, err := l.Append(ctx, event("m1", 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := l.AppendBatch(ctx, []*events.Envelope{event("m1", 2), event("m1", 3), event("m1", 4)}, s1)
+	if err != nil || last != s1+3 {
+		t.Fatalf("batch: last seq %d, %v; want %d", last, err, s1+3)
+	}
+	if _, err := l.AppendBatch(ctx, []*events.Envelope{event("m1", 5), event("m1", 6)}, s1); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a batch after a stale sequence: %v, want ErrConflict", err)
+	}
+	if _, err := l.AppendBatch(ctx, []*events.Envelope{event("m1", 5), event("m2", 1)}, last); err == nil {
+		t.Fatal("a batch over two migrations was appended")
+	}
+	h, err := l.History(ctx, "m1")
+	if err != nil || len(h) != 4 || h[3].ID != "m1-4" {
+		t.Fatalf("history after the batches: %d events, %v", len(h), err)
+	}
+	// Retried after it landed (its ids are stored): refused, nothing added.
+	if _, err := l.AppendBatch(ctx, []*events.Envelope{event("m1", 2), event("m1", 3)}, last); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a batch of stored events: %v, want ErrConflict", err)
+	}
+	if n, _ := l.LastSeq(ctx); n != last {
+		t.Fatalf("the stream's last sequence moved to %d from %d", n, last)
 	}
 }
 

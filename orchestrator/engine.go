@@ -15,11 +15,10 @@ import (
 type outcome struct {
 	// body is the event to append (nil: none).
 	body events.Body
-	// then are more events of the same step, appended after body in
-	// order, each conditioned on the one before (one fact each: a
-	// tenant step records every child that ended and every child it
-	// started). A crash or a lost race between them loses the rest, which
-	// the next step derives again from the state.
+	// then are more events of the same step, after body in order (one
+	// fact each: a tenant step records every child that ended and every
+	// child it started); body and then are ONE atomic append, all of them
+	// or none, conditioned on the sequence the step read.
 	then []events.Body
 	// wait, when positive, re-arms the durable timer: the work message is
 	// negatively acknowledged with this delay (never an in-memory sleep).
@@ -98,18 +97,25 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 		defer release()
 	}
 	out := w.step(sctx, st)
-	next, nseq = st, seq
-	for i, body := range append([]events.Body{out.body}, out.then...) {
-		if body == nil {
-			continue
+	var bodies []events.Body
+	for _, b := range append([]events.Body{out.body}, out.then...) {
+		if b != nil {
+			bodies = append(bodies, b)
 		}
-		if hook := w.cfg.BeforeAppend; hook != nil && hook(next, body) != nil {
-			return nil, 0, true // simulated crash: the side effect happened, its event is lost
+	}
+	if len(bodies) > 0 {
+		if hook := w.cfg.BeforeAppend; hook != nil {
+			for _, b := range bodies { // the state each is decided on is the step's
+				if hook(st, b) != nil {
+					return nil, 0, true // simulated crash: the side effect happened, its events are lost
+				}
+			}
 		}
 		// A fresh context: a step that timed out must still record its
-		// failure (it counts toward the phase's retry limit).
+		// failure (it counts toward the phase's retry limit). The step's
+		// events are one atomic append: all of them or none.
 		actx, acancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
-		env, aseq, err := appendEvent(actx, w.js, next, nseq, body, "", w.cfg.Clock())
+		envs, aseq, err := appendEvents(actx, w.js, st, seq, bodies, w.cfg.Clock())
 		acancel()
 		if errors.Is(err, ErrConflict) {
 			return nil, 0, false // another worker advanced it: drop the step, re-read
@@ -117,23 +123,22 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 		if errors.Is(err, ErrIllegalTransition) {
 			// A step produced an event the transition table refuses: a
 			// defect, never folded on. The migration waits, visibly.
-			w.log.Error("step refused by the transition table", "migration", id, "phase", next.Phase, "event", body.Type(), "err", err)
+			w.log.Error("step refused by the transition table", "migration", id, "phase", st.Phase, "events", len(bodies), "err", err)
 			_ = m.NakWithDelay(max(w.cfg.RetryBackoff, time.Second))
 			return nil, 0, true
 		}
 		if err != nil {
-			w.log.Warn("append failed", "migration", id, "event", i, "err", err)
+			w.log.Warn("append failed", "migration", id, "err", err)
 			_ = m.NakWithDelay(w.cfg.RetryBackoff)
 			return nil, 0, true
 		}
-		w.log.Debug("event", "migration", id, "type", env.Type, "phase", env.State.Phase)
-		if hook := w.cfg.AfterAppend; hook != nil && hook(env) != nil {
-			return nil, 0, true // simulated crash: settle nothing, AckWait redelivers
+		for _, env := range envs {
+			w.log.Debug("event", "migration", id, "type", env.Type, "phase", env.State.Phase)
+			if hook := w.cfg.AfterAppend; hook != nil && hook(env) != nil {
+				return nil, 0, true // simulated crash: settle nothing, AckWait redelivers
+			}
 		}
-		next, nseq = env.State, aseq
-	}
-	if next == st {
-		next, nseq = nil, 0 // no event: the next step re-reads
+		next, nseq = envs[len(envs)-1].State, aseq
 	}
 	switch {
 	case out.ack:

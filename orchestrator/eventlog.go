@@ -43,29 +43,59 @@ func appendEvent(ctx context.Context, js jetstream.JetStream, st *events.State, 
 	return appendTo(ctx, js, id, st, seq, body, cause, now, newID())
 }
 
-// appendTo builds the envelope of body (the state after it: Apply, which
-// refuses what the transition table does not allow) and appends it to the
+// appendTo builds the envelope of body (newEvent) and appends it to the
 // migration's log, conditioned on seq being its last sequence, with msgID
 // as the message id (eventlog.Log.Append). Errors: ErrIllegalTransition,
 // ErrConflict when another writer advanced the migration first.
 func appendTo(ctx context.Context, js jetstream.JetStream, migrationID string, st *events.State, seq uint64, body events.Body, cause string, now time.Time, msgID string) (*events.Envelope, uint64, error) {
+	env, err := newEvent(migrationID, st, body, cause, now, msgID)
+	if err != nil {
+		return nil, 0, err
+	}
+	aseq, err := eventlog.New(nil, js).Append(ctx, env, seq)
+	if err != nil {
+		return nil, 0, err
+	}
+	return env, aseq, nil
+}
+
+// newEvent is body's envelope after st: it carries the state after it
+// (Apply, which refuses what the transition table does not allow).
+func newEvent(migrationID string, st *events.State, body events.Body, cause string, now time.Time, msgID string) (*events.Envelope, error) {
 	env := &events.Envelope{ID: msgID, MigrationID: migrationID, Time: now.UTC(), CausationID: cause, Body: body}
 	if st != nil {
 		env.Resource = st.Resource
 	}
 	next, err := Apply(st, env)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if next.Resource != "" {
 		env.Resource = next.Resource
 	}
 	env.State = next
-	aseq, err := eventlog.New(nil, js).Append(ctx, env, seq)
+	return env, nil
+}
+
+// appendEvents appends a step's events after st at seq as one atomic
+// batch (eventlog.Log.AppendBatch): each carries the state after it, and
+// either all of them are in the log or none. It returns them with the
+// last one's sequence. Errors: as appendTo.
+func appendEvents(ctx context.Context, js jetstream.JetStream, st *events.State, seq uint64, bodies []events.Body, now time.Time) ([]*events.Envelope, uint64, error) {
+	envs := make([]*events.Envelope, 0, len(bodies))
+	cur := st
+	for _, b := range bodies {
+		env, err := newEvent(st.ID, cur, b, "", now, newID())
+		if err != nil {
+			return nil, 0, err
+		}
+		envs, cur = append(envs, env), env.State
+	}
+	last, err := eventlog.New(nil, js).AppendBatch(ctx, envs, seq)
 	if err != nil {
 		return nil, 0, err
 	}
-	return env, aseq, nil
+	return envs, last, nil
 }
 
 // publishRetry publishes msg, retrying an unknown outcome with the same

@@ -19,7 +19,8 @@ type StreamConfig struct {
 
 // Provision creates or updates the three migration streams; it is
 // idempotent. MIGRATION_EVENTS never discards an acknowledged event (no
-// limits, no deletes, no purges); the two others are work queues.
+// limits, no deletes, no purges) and takes a step's events as one atomic
+// batch; the two others are work queues.
 // Errors: the JetStream API's.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) error {
 	ctx, cancel := withDefaultTimeout(ctx)
@@ -34,7 +35,8 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) er
 			Subjects: []string{events.CommandPrefix + ">"}, Retention: jetstream.WorkQueuePolicy, Storage: storage, Replicas: r},
 		{Name: events.EventStream, Description: "cutover migration events, one subject per migration (docs/wire-format.md)",
 			Subjects: []string{events.EventPrefix + ">"}, Retention: jetstream.LimitsPolicy,
-			Storage: storage, Replicas: r, Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true},
+			Storage: storage, Replicas: r, Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true,
+			AllowAtomicPublish: true}, // a step's events: one atomic batch (eventlog.Log.AppendBatch)
 		{Name: events.WorkStream, Description: "cutover migrations to drive, one message per active migration (work queue)",
 			Subjects: []string{events.WorkPrefix + ">"}, Retention: jetstream.WorkQueuePolicy, Storage: storage, Replicas: r},
 		{Name: events.IndexStream, Description: "cutover resource → migrations index, one message per migration (subject cutover.idx.<routing key>.<migration id>)",
