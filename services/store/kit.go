@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -182,39 +181,9 @@ func (k *kitTx) Prefetch(ids []string) error {
 		return nil
 	}
 	slices.Sort(want)
-	want = slices.Compact(want)
-	lo := resPrefix(famRecord, t.res)
-	it, err := t.s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for i, id := range want {
-		key := recordKey(t.res, id)
-		if !it.SeekGE(key) {
-			for _, rest := range want[i:] { // nothing at or after key
-				t.overlay[rest] = nil
-			}
-			break
-		}
-		if !bytes.Equal(it.Key(), key) {
-			t.overlay[id] = nil
-			continue
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return err
-		}
-		e, err := decodeEntry(v)
-		if err != nil {
-			return corruptf("record %q of %q: %w", id, t.res, err)
-		}
-		if e.ID != id {
-			return corruptf("record key %q holds id %q", key, e.ID)
-		}
-		t.overlay[id] = &e
-	}
-	return it.Error()
+	return t.s.entriesOf(t.s.db, t.res, slices.Compact(want), func(id string, e *entry) {
+		t.overlay[id] = e
+	})
 }
 
 func (k *kitTx) LastSeq() (uint64, error) { return k.t.state.Seq, nil }

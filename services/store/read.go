@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/cockroachdb/pebble"
 
@@ -245,29 +246,44 @@ func (s *Store) changesOn(snap reader, resource string, afterSeq uint64, lower, 
 	}
 	defer it.Close()
 	lastSeq = afterSeq
+	type change struct {
+		seq uint64
+		id  string
+	}
+	var page []change
 	ok := it.First()
-	for ; ok && len(recs) < limit; ok = it.Next() {
+	for ; ok && len(page) < limit; ok = it.Next() {
 		k := it.Key()
 		if len(k) != len(prefix)+8 {
 			return nil, afterSeq, false, corruptf("change key %q", k)
 		}
-		seq := binary.BigEndian.Uint64(k[len(prefix):])
-		id := string(it.Value())
-		e, err := s.getEntry(snap, resource, id)
-		if errors.Is(err, ErrNotFound) {
-			return nil, afterSeq, false, corruptf("change %d of %q names missing record %q", seq, resource, id)
-		}
-		if err != nil {
-			return nil, afterSeq, false, err
-		}
-		if e.Seq != seq {
-			return nil, afterSeq, false, corruptf("change %d of %q names record %q at seq %d", seq, resource, id, e.Seq)
-		}
-		recs = append(recs, e.Record)
-		lastSeq = seq
+		page = append(page, change{binary.BigEndian.Uint64(k[len(prefix):]), string(it.Value())})
 	}
 	if err := it.Error(); err != nil {
 		return nil, afterSeq, false, fmt.Errorf("store: changes: %w", err)
+	}
+	// The page's records, read in key order with one iterator (entriesOf).
+	ids := make([]string, len(page))
+	for i, c := range page {
+		ids[i] = c.id
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	byID := make(map[string]*entry, len(ids))
+	if err := s.entriesOf(snap, resource, ids, func(id string, e *entry) { byID[id] = e }); err != nil {
+		return nil, afterSeq, false, err
+	}
+	recs = make([]Record, 0, len(page))
+	for _, c := range page {
+		e := byID[c.id]
+		if e == nil {
+			return nil, afterSeq, false, corruptf("change %d of %q names missing record %q", c.seq, resource, c.id)
+		}
+		if e.Seq != c.seq {
+			return nil, afterSeq, false, corruptf("change %d of %q names record %q at seq %d", c.seq, resource, c.id, e.Seq)
+		}
+		recs = append(recs, e.Record)
+		lastSeq = c.seq
 	}
 	return recs, lastSeq, ok, nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -232,6 +233,52 @@ func (s *Store) getEntry(r reader, res, id string) (entry, error) {
 		return entry{}, corruptf("record key %q holds id %q", key, e.ID)
 	}
 	return e, nil
+}
+
+// entriesOf reads the records ids of res, which must be sorted and
+// distinct, with one iterator bounded to the resource's records, seeking
+// them in key order: cheaper than a point read each (each Get builds an
+// iterator of its own), and a resource with no record answers all of them
+// with the first seek. fn gets each id with its record, nil when absent.
+func (s *Store) entriesOf(r reader, res string, ids []string, fn func(id string, e *entry)) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	lo := resPrefix(famRecord, res)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return fmt.Errorf("store: read %q: %w", res, err)
+	}
+	defer it.Close()
+	for i, id := range ids {
+		key := recordKey(res, id)
+		if !it.SeekGE(key) {
+			for _, rest := range ids[i:] { // nothing at or after key
+				fn(rest, nil)
+			}
+			break
+		}
+		if !bytes.Equal(it.Key(), key) {
+			fn(id, nil)
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("store: get %q: %w", key, err)
+		}
+		e, err := decodeEntry(v)
+		if err != nil {
+			return corruptf("record %q of %q: %w", id, res, err)
+		}
+		if e.ID != id {
+			return corruptf("record key %q holds id %q", key, e.ID)
+		}
+		fn(id, &e)
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("store: read %q: %w", res, err)
+	}
+	return nil
 }
 
 // getState reads the counters of res; the zero state if there are none.
