@@ -138,7 +138,7 @@ func (l *Log) Append(ctx context.Context, env *events.Envelope, after uint64) (u
 	msg.Data = data
 	ack, err := PublishRetry(ctx, l.js, msg, jetstream.WithMsgID(env.ID), jetstream.WithExpectLastSequencePerSubject(after))
 	if err != nil {
-		if wrongLastSequence(err) {
+		if WrongLastSequence(err) {
 			return 0, fmt.Errorf("%w: %s at seq %d: %w", ErrConflict, env.MigrationID, after, err)
 		}
 		return 0, err
@@ -183,32 +183,19 @@ func (l *Log) AppendBatch(ctx context.Context, envs []*events.Envelope, after ui
 		}
 		msgs[i] = m
 	}
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
-	var err error
-	for attempt := 0; attempt < 4; attempt++ {
-		var ack *jetstream.PubAck
+	attempt := 0
+	ack, err := retryUnknown(ctx, func(ctx context.Context) (*jetstream.PubAck, error) {
 		for _, m := range msgs { // a fresh batch per attempt: a half-sent one is abandoned
 			m.Header.Set(batchIDHeader, fmt.Sprintf("%s-%d", envs[0].ID, attempt))
 		}
-		ack, err = l.publishBatch(ctx, msgs)
-		if err == nil {
-			return ack.Sequence, nil
-		}
-		if wrongLastSequence(err) || duplicateInBatch(err) {
-			return 0, fmt.Errorf("%w: %s at seq %d: %w", ErrConflict, envs[0].MigrationID, after, err)
-		}
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&
-			!errors.Is(err, jetstream.ErrNoStreamResponse) && !errors.Is(err, nats.ErrNoResponders) {
-			return 0, err
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
-		}
+		attempt++
+		return l.publishBatch(ctx, msgs)
+	})
+	if err == nil {
+		return ack.Sequence, nil
+	}
+	if WrongLastSequence(err) || duplicateInBatch(err) {
+		return 0, fmt.Errorf("%w: %s at seq %d: %w", ErrConflict, envs[0].MigrationID, after, err)
 	}
 	return 0, err
 }
@@ -370,9 +357,9 @@ func (l *Log) Heads(ctx context.Context) ([]Entry, error) {
 	return out, nil
 }
 
-// wrongLastSequence reports whether a publish was refused because its
+// WrongLastSequence reports whether a publish was refused because its
 // subject's last sequence was not the one expected.
-func wrongLastSequence(err error) bool {
+func WrongLastSequence(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
@@ -389,15 +376,23 @@ var PublishAttemptTimeout = 3 * time.Second
 // attempt waits at most PublishAttemptTimeout; at most 4 attempts, within
 // ctx (a minute when ctx has no deadline).
 func PublishRetry(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	return retryUnknown(ctx, func(ctx context.Context) (*jetstream.PubAck, error) {
+		actx, cancel := context.WithTimeout(ctx, PublishAttemptTimeout)
+		defer cancel()
+		return js.PublishMsg(actx, msg, opts...)
+	})
+}
+
+// retryUnknown runs publish up to 4 times while its outcome is unknown
+// (timeout, no responders during a leader change), backing off, within
+// ctx (a minute when ctx has no deadline); any other error ends it.
+func retryUnknown(ctx context.Context, publish func(context.Context) (*jetstream.PubAck, error)) (*jetstream.PubAck, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
 		var ack *jetstream.PubAck
-		actx, acancel := context.WithTimeout(ctx, PublishAttemptTimeout)
-		ack, err = js.PublishMsg(actx, msg, opts...)
-		acancel()
-		if err == nil {
+		if ack, err = publish(ctx); err == nil {
 			return ack, nil
 		}
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&

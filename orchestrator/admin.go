@@ -169,7 +169,7 @@ func (w *Worker) claim(ctx context.Context, res kvrouting.Resource, aid string, 
 		msg := nats.NewMsg(events.IndexSubject(res.Key(), approvalIndexID(id)))
 		msg.Data = []byte(aid)
 		_, err := publishRetry(ctx, w.js, msg, jetstream.WithExpectLastSequencePerSubject(0))
-		if err != nil && !wrongLastSequence(err) {
+		if err != nil && !eventlog.WrongLastSequence(err) {
 			return err
 		}
 		if err != nil { // claimed already: by an earlier delivery of this command, or by another

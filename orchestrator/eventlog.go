@@ -104,14 +104,6 @@ func publishRetry(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, op
 	return eventlog.PublishRetry(ctx, js, msg, opts...)
 }
 
-// wrongLastSequence reports whether a publish was refused because its
-// subject's last sequence was not the one expected.
-func wrongLastSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
-}
-
 // newID returns 128 random bits in hex.
 func newID() string {
 	var b [16]byte
