@@ -110,9 +110,13 @@ func TestTwoPersonCommandsSigned(t *testing.T) {
 	e.seed("conv/stuck", 5)
 	e.seed("conv/fenced", 3)
 	f := e.wrap("us", "messages")
-	block := make(chan struct{})
+	block, exporting := make(chan struct{}), make(chan struct{}, 1)
 	f.onExport = func(req contract.ExportRequest) error {
 		if req.Resource == "conv/stuck" {
+			select {
+			case exporting <- struct{}{}:
+			default:
+			}
 			<-block
 		}
 		return nil
@@ -126,6 +130,19 @@ func TestTwoPersonCommandsSigned(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.awaitLock("conv/stuck", kvrouting.LockHardDelete)
+	// The routing lock comes before the stores' records, and an export
+	// installs its store's record: wait for messages' export to block and
+	// reactions' record to land, so the records read below are settled.
+	select {
+	case <-exporting:
+	case <-time.After(30 * time.Second):
+		t.Fatal("conv/stuck never exported")
+	}
+	for deadline := time.Now().Add(30 * time.Second); !e.authority("us", "reactions", "conv/stuck").Stamped(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("conv/stuck's reactions never exported")
+		}
+	}
 	// A stranded write fence at conv/fenced's primary, stricter than its
 	// routing document: only a bug could leave it.
 	fenced := e.doc("conv/fenced")
