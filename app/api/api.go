@@ -236,8 +236,8 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 			return
 		}
 		var res *kvrouting.Resource
-		if again {
-			res = &kvrouting.Resource{Kind: chat.KindConversation, ID: r.PathValue("id")}
+		if again != nil {
+			res = again(r)
 		}
 		err = s.router.Serve(w, r, res, func(w http.ResponseWriter, r *http.Request) error { return h(w, r, who) })
 		if err != nil {

@@ -292,3 +292,59 @@ func TestTwoViewsOfTheRoutingReResolve(t *testing.T) {
 		t.Fatalf("the read misses the message acknowledged before it: %s", r.body)
 	}
 }
+
+// TestMediaAfterTheSwapReResolves: with routing cached for an hour from
+// before conversations and their media moved, a media download (routed by
+// the media's own resource, then by the owning conversation: both stale)
+// and an upload (routed by the conversation) are refused as moved at the
+// old location; the server reads the routing of what each request routed
+// by from the leader and runs it again at the new primary: 200 and 201
+// from the new region within one request, never a 423 for the cache's TTL.
+func TestMediaAfterTheSwapReResolves(t *testing.T) {
+	e := newEnv(t, envOptions{tierTTL: time.Hour})
+	ctx := context.Background()
+	png := map[string]string{"Content-Type": "image/png"}
+	var moved []kvrouting.Resource
+	media := map[string]string{}
+	for _, conv := range []string{"down", "up"} {
+		e.createConv(conv, "ann")
+		var up struct{ ID string }
+		e.must(e.do(req{method: "POST", path: "/v1/conversations/" + conv + "/media", auth: user("ann"), body: []byte("before"), header: png}), 201).decode(t, &up)
+		e.must(e.do(req{method: "GET", path: "/v1/media/" + up.ID, auth: user("ann")}), 200) // both documents cached at A
+		media[conv] = up.ID
+		moved = append(moved, convRes(conv), kvrouting.Resource{Kind: chat.KindMedia, ID: up.ID})
+	}
+	for _, res := range moved {
+		tok, doc := e.lockTo(res, regionB, "write")
+		e.copyAll(res.String(), regionA, regionB, contract.Historical, nil, 0)
+		swapped, err := e.locker.Swap(ctx, res, tok, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range e.regions[regionA].ParticipantsFor(res.Kind) {
+			if _, err := p.Authorize(ctx, res.String(), swapped.AuthorityAt(regionA, skew)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	before := e.api.ReResolved()
+	r := e.must(e.do(req{method: "GET", path: "/v1/media/" + media["down"], auth: user("ann")}), 200)
+	if got := r.header.Get(api.ServedByHeader); got != regionB || string(r.body) != "before" {
+		t.Fatalf("download after the move: served by %q, %q", got, r.body)
+	}
+	r = e.must(e.do(req{method: "POST", path: "/v1/conversations/up/media", auth: user("ann"), body: []byte("after"), header: png}), 201)
+	if got := r.header.Get(api.ServedByHeader); got != regionB {
+		t.Fatalf("upload after the move served by %q, want the new primary %s", got, regionB)
+	}
+	var after struct{ ID string }
+	r.decode(t, &after)
+	if doc, err := e.locker.Get(ctx, kvrouting.Resource{Kind: chat.KindMedia, ID: after.ID}); err != nil || doc.Primary.Region != regionB {
+		t.Fatalf("media uploaded after the move registered at %+v (%v), want %s", doc, err, regionB)
+	}
+	if n := e.api.ReResolved() - before; n != 2 {
+		t.Fatalf("%d re-resolutions, want one per request", n)
+	}
+	// Pinned to the old location, a download is still refused.
+	e.must(e.do(req{method: "GET", path: "/v1/media/" + media["up"], auth: user("ann"), region: regionA}), 423)
+}

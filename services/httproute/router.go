@@ -30,6 +30,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -175,6 +177,9 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, res kvrouting.Re
 	if err != nil {
 		return Route{}, RoutingError(err, what, res.ID)
 	}
+	if set, ok := ctx.Value(routedSetKey{}).(*routedSet); ok {
+		set.add(res)
+	}
 	region := rs.Doc.Primary.Region
 	pinned := false
 	if pin := r.Header.Get(RegionHeader); pin != "" && rt.cfg.AllowRegionPin {
@@ -249,6 +254,8 @@ func RoutingError(err error, what, id string) error {
 // the caller to write (WriteError).
 func (rt *Router) Serve(w http.ResponseWriter, r *http.Request, res *kvrouting.Resource, h func(http.ResponseWriter, *http.Request) error) error {
 	ctx, _ := services.WithRouted(r.Context())
+	set := &routedSet{}
+	ctx = context.WithValue(ctx, routedSetKey{}, set)
 	r = r.WithContext(ctx)
 	rerun := res != nil
 	var body []byte
@@ -265,19 +272,66 @@ func (rt *Router) Serve(w http.ResponseWriter, r *http.Request, res *kvrouting.R
 	if !rerun {
 		return err
 	}
-	if Moved(err) && rt.Refresh(ctx, *res) {
-		err = run()
-	}
+	err = rt.reresolve(ctx, set, *res, run, err)
 	if rt.queue != nil && r.Method != http.MethodGet && Queueable(err) {
-		err = rt.park(w, r, *res, func() error {
-			err := run()
-			if Moved(err) && rt.Refresh(ctx, *res) {
-				err = run()
-			}
-			return err
-		}, err)
+		err = rt.park(w, r, *res, func() error { return rt.reresolve(ctx, set, *res, run, run()) }, err)
 	}
 	return err
+}
+
+// reresolve runs a request refused as "moved" (err) again, after reading
+// from the leader every resource it routed by that was not read so since
+// the request came: the refusal may come from any of them (a media
+// download routes by the media, then by its conversation), and a run may
+// reach a resource the previous one did not. Each round reads at least one
+// resource more, so it ends; a request that re-resolved counts once.
+func (rt *Router) reresolve(ctx context.Context, set *routedSet, on kvrouting.Resource, run func() error, err error) error {
+	counted := false
+	for Moved(err) {
+		stale := set.stale(on)
+		if len(stale) == 0 || !rt.refresh(ctx, stale) {
+			return err
+		}
+		if !counted {
+			rt.reresolved.Add(1)
+			counted = true
+		}
+		err = run()
+	}
+	return err
+}
+
+// routedSet is every resource one request's runs routed by (Route), and
+// those read from the leader since the request came.
+type routedSet struct {
+	mu     sync.Mutex
+	routed []kvrouting.Resource
+	read   []kvrouting.Resource
+}
+
+type routedSetKey struct{}
+
+func (s *routedSet) add(res kvrouting.Resource) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.routed, res) {
+		s.routed = append(s.routed, res)
+	}
+}
+
+// stale returns the resources routed by (and on, the resource the request
+// is on) not yet read from the leader, and marks them read.
+func (s *routedSet) stale(on kvrouting.Resource) []kvrouting.Resource {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []kvrouting.Resource
+	for _, res := range append(slices.Clone(s.routed), on) {
+		if !slices.Contains(s.read, res) && !slices.Contains(out, res) {
+			out = append(out, res)
+		}
+	}
+	s.read = append(s.read, out...)
+	return out
 }
 
 // Moved reports whether err is a 423 saying the resource is no longer at
@@ -319,6 +373,16 @@ func (rt *Router) bufferBody(r *http.Request) ([]byte, bool) {
 // and every region resolver's caches. It reports whether at least one read
 // succeeded.
 func (rt *Router) Refresh(ctx context.Context, res kvrouting.Resource) bool {
+	if !rt.refresh(ctx, []kvrouting.Resource{res}) {
+		return false
+	}
+	rt.reresolved.Add(1)
+	return true
+}
+
+// refresh is Refresh of every resource in res, uncounted: it reports
+// whether at least one read succeeded.
+func (rt *Router) refresh(ctx context.Context, res []kvrouting.Resource) bool {
 	seen := map[*kvrouting.Resolver]bool{}
 	ok := false
 	rvs := []*kvrouting.Resolver{rt.cfg.Resolver}
@@ -330,12 +394,11 @@ func (rt *Router) Refresh(ctx context.Context, res kvrouting.Resource) bool {
 			continue
 		}
 		seen[rv] = true
-		if _, err := rv.ResolveLeader(ctx, res); err == nil {
-			ok = true
+		for _, one := range res {
+			if _, err := rv.ResolveLeader(ctx, one); err == nil {
+				ok = true
+			}
 		}
-	}
-	if ok {
-		rt.reresolved.Add(1)
 	}
 	return ok
 }
