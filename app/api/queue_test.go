@@ -176,3 +176,69 @@ func TestQueueWritesMustNotBeNegative(t *testing.T) {
 		t.Fatal("a negative QueueWrites was accepted")
 	}
 }
+
+// A write parked behind a write lock whose migration then stops (the
+// orchestrator gone: nothing changes the routing document) runs when the
+// lock and the source's fence end, not after the whole queue wait: the
+// parked write is woken by the refusal's own hint too, not only by
+// routing changes.
+func TestParkedWriteRunsWhenTheWriteLockExpires(t *testing.T) {
+	e := newEnv(t, envOptions{queueWrites: 30 * time.Second})
+	e.createConv("ex", "ann")
+	res := kvrouting.Resource{Kind: chat.KindConversation, ID: "ex"}
+	_, doc := e.lockTo(res, regionB, "write")
+	e.authorize("conv/ex", regionA, doc) // the source's write fence
+	got := e.postAsync("ex", "m1")
+	waitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
+	e.clock.Advance(time.Hour) // the write lock's lease, the fence's Until: over
+	r := <-got
+	if r.status != http.StatusCreated || r.header.Get(api.ServedByHeader) != regionA {
+		t.Fatalf("parked write after the write lock expired: %s served by %q", r, r.header.Get(api.ServedByHeader))
+	}
+	if st := e.api.QueueStats(); st.Applied != 1 || st.Timeouts != 0 {
+		t.Fatalf("queue stats %+v", st)
+	}
+}
+
+// A rollback releases the routing lock before it clears the source's write
+// fence: the parked write woken by the release meets the fence, and is
+// admitted anyway — it carries the release's revision, newer than the
+// fence's, and a store joins the newer authority (contract.Join).
+func TestParkedWriteAfterAReleaseBeforeTheFenceClears(t *testing.T) {
+	e := newEnv(t, envOptions{queueWrites: 30 * time.Second})
+	e.createConv("rf", "ann")
+	res := kvrouting.Resource{Kind: chat.KindConversation, ID: "rf"}
+	tok, doc := e.lockTo(res, regionB, "write")
+	e.authorize("conv/rf", regionA, doc)
+	got := e.postAsync("rf", "m1")
+	waitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
+	if _, err := e.locker.Release(context.Background(), res, tok, doc); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.status != http.StatusCreated || r.header.Get(api.ServedByHeader) != regionA {
+		t.Fatalf("parked write after the release, the fence not cleared: %s served by %q", r, r.header.Get(api.ServedByHeader))
+	}
+}
+
+// The 423 of a write that waited out the queue says when to retry as of
+// its answer, not as of when it parked: a lock already older than the
+// expected Phase 3 gives the minimum hint.
+func TestParkedRefusalHasAFreshRetryAfter(t *testing.T) {
+	e := newEnv(t, envOptions{queueWrites: 2 * time.Second})
+	e.createConv("ra", "ann")
+	res := kvrouting.Resource{Kind: chat.KindConversation, ID: "ra"}
+	e.lockTo(res, regionB, "write")
+	got := e.postAsync("ra", "m1")
+	waitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
+	e.clock.Advance(2400 * time.Millisecond) // the lock is 2.4 s old; its lease is a minute
+	r := <-got
+	if r.status != http.StatusLocked {
+		t.Fatalf("parked write under a held lock: %s", r)
+	}
+	var eb errBody
+	r.decode(t, &eb)
+	if want := kvrouting.MinRetryHint.Milliseconds(); eb.Error.RetryAfterMS == nil || *eb.Error.RetryAfterMS != want {
+		t.Fatalf("after the wait: %s, want retry_after_ms %d (the hint now)", r, want)
+	}
+}

@@ -17,9 +17,10 @@ import (
 // Server-side write queueing. A write that meets a write lock
 // or a write fence in force is parked — no store lock held, nothing written
 // — until the resource's routing document changes (one KV watcher per
-// Router, shared by every parked write) or Config.QueueWrites elapses. It is
-// then resolved again through the leader and run at the region the fresh
-// document names. Clients that cannot retry (browsers, curl, other
+// Router, shared by every parked write), the refusal is expected to end (a
+// lock or fence that ends with no routing change), or Config.QueueWrites
+// elapses. It is then resolved again through the leader and run at the
+// region the fresh document names. Clients that cannot retry (browsers, curl, other
 // languages) therefore see no 423 at all when the write lock is shorter
 // than QueueWrites; the ones that time out, or find the queue full, get the
 // 423 with its Retry-After as before.
@@ -209,9 +210,15 @@ func Queueable(err error) bool {
 	return services.ToError(err).Code == contract.CodeLocked
 }
 
-// park runs the write again, each time its resource's routing document
-// changes, until it is no longer refused by a lock or QueueWrites has
-// passed since the first refusal. It returns the last run's error.
+// park runs the write again each time its resource's routing document
+// changes, and when the lock or fence that refused it is expected to end
+// (the refusal's Retry-After, doubled on every wake that finds it still in
+// force, at most maxParkNap: a lock whose migration stopped ends at its
+// expiry with no routing change, and a store's fence may end after the
+// routing change that released it), until it is no longer refused by a
+// lock or QueueWrites has passed since the first refusal. It returns the
+// last run's error; a write still refused then is run once more, so that
+// its 423 says when to retry as of now.
 func (rt *Router) park(w http.ResponseWriter, r *http.Request, res kvrouting.Resource, run func() error, err error) error {
 	q := rt.queue
 	key := res.Key()
@@ -228,31 +235,57 @@ func (rt *Router) park(w http.ResponseWriter, r *http.Request, res kvrouting.Res
 		q.leave(key, outcome)
 		rt.observeQueued(outcome, wait)
 	}()
+	stamp := func() { w.Header().Set(QueuedHeader, strconv.FormatInt(time.Since(start).Milliseconds(), 10)) }
+	nap := time.Duration(0)
+	changed := true
 	for Queueable(err) {
 		// Subscribe before the leader read, so that a change between the
 		// two still wakes this write.
 		ch := q.changed(key)
-		rt.Refresh(r.Context(), res)
-		w.Header().Set(QueuedHeader, strconv.FormatInt(time.Since(start).Milliseconds(), 10))
+		if changed {
+			rt.Refresh(r.Context(), res)
+		}
+		stamp()
 		if err = run(); !Queueable(err) {
 			q.forget(key, ch)
 			outcome = QueueApplied
 			break
 		}
+		nap = min(max(2*nap, services.ToError(err).RetryAfter, minParkNap), maxParkNap)
+		timer := time.NewTimer(nap)
 		select {
 		case <-ch:
-		case <-deadline.C:
+			changed = true
+		case <-timer.C:
 			q.forget(key, ch)
-			w.Header().Set(QueuedHeader, strconv.FormatInt(time.Since(start).Milliseconds(), 10))
+			changed = false
+		case <-deadline.C:
+			timer.Stop()
+			q.forget(key, ch)
+			if err = run(); !Queueable(err) {
+				outcome = QueueApplied
+			}
+			stamp()
 			return err
 		case <-r.Context().Done():
+			timer.Stop()
 			q.forget(key, ch)
 			return err
 		}
+		timer.Stop()
 	}
-	w.Header().Set(QueuedHeader, strconv.FormatInt(time.Since(start).Milliseconds(), 10))
+	stamp()
 	return err
 }
+
+// A parked write's naps between runs with no routing change: from the
+// refusal's Retry-After (at least minParkNap), doubling, at most
+// maxParkNap, so that a lock or fence that ends with no routing change
+// holds the write at most maxParkNap longer.
+const (
+	minParkNap = 50 * time.Millisecond
+	maxParkNap = time.Second
+)
 
 func (rt *Router) observeQueued(outcome string, wait time.Duration) {
 	if rt.cfg.QueueObserver != nil {
