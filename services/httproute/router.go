@@ -280,33 +280,35 @@ func (rt *Router) Serve(w http.ResponseWriter, r *http.Request, res *kvrouting.R
 }
 
 // reresolve runs a request refused as "moved" (err) again, after reading
-// from the leader every resource it routed by that was not read so since
-// the request came: the refusal may come from any of them (a media
-// download routes by the media, then by its conversation), and a run may
-// reach a resource the previous one did not. Each round reads at least one
-// resource more, so it ends; a request that re-resolved counts once.
+// from the leader every resource it routed by: the refusal may come from
+// any of them (a media download routes by the media, then by its
+// conversation), a run may reach a resource the previous one did not, and
+// a migration step may land between the leader read and the run. Each
+// round either reads a resource no run had reached or follows a routing
+// change made during the previous run, so maxReResolveRounds rounds cover
+// a request on two stale resources with a swap racing its re-run; a
+// request that re-resolved counts once.
 func (rt *Router) reresolve(ctx context.Context, set *routedSet, on kvrouting.Resource, run func() error, err error) error {
-	counted := false
-	for Moved(err) {
-		stale := set.stale(on)
-		if len(stale) == 0 || !rt.refresh(ctx, stale) {
+	for round := 0; Moved(err) && round < maxReResolveRounds; round++ {
+		if !rt.refresh(ctx, set.all(on)) {
 			return err
 		}
-		if !counted {
+		if round == 0 {
 			rt.reresolved.Add(1)
-			counted = true
 		}
 		err = run()
 	}
 	return err
 }
 
-// routedSet is every resource one request's runs routed by (Route), and
-// those read from the leader since the request came.
+// maxReResolveRounds bounds the leader reads and re-runs of one request
+// refused as "moved" (reresolve).
+const maxReResolveRounds = 3
+
+// routedSet is every resource one request's runs routed by (Route).
 type routedSet struct {
 	mu     sync.Mutex
 	routed []kvrouting.Resource
-	read   []kvrouting.Resource
 }
 
 type routedSetKey struct{}
@@ -319,18 +321,15 @@ func (s *routedSet) add(res kvrouting.Resource) {
 	}
 }
 
-// stale returns the resources routed by (and on, the resource the request
-// is on) not yet read from the leader, and marks them read.
-func (s *routedSet) stale(on kvrouting.Resource) []kvrouting.Resource {
+// all returns the resources routed by, and on (the resource the request
+// is on) if no run routed by it.
+func (s *routedSet) all(on kvrouting.Resource) []kvrouting.Resource {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []kvrouting.Resource
-	for _, res := range append(slices.Clone(s.routed), on) {
-		if !slices.Contains(s.read, res) && !slices.Contains(out, res) {
-			out = append(out, res)
-		}
+	out := slices.Clone(s.routed)
+	if !slices.Contains(out, on) {
+		out = append(out, on)
 	}
-	s.read = append(s.read, out...)
 	return out
 }
 

@@ -32,6 +32,9 @@ type notes struct {
 	locker *kvrouting.Locker
 	now    atomic.Int64 // the clock, unix ns
 	srv    *httptest.Server
+	// beforeRun, if set, runs before each run of a request's handler
+	// (the first is run 1).
+	beforeRun func(run int)
 }
 
 const us, eu = "us", "eu"
@@ -96,7 +99,11 @@ func newNotes(t *testing.T, frontTTL, queue time.Duration) *notes {
 func (n *notes) handle(op kvrouting.OpClass, h func(http.ResponseWriter, *http.Request, httproute.Route) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		res := kvrouting.Resource{Kind: "notebook", ID: r.PathValue("id")}
+		runs := 0
 		err := n.rt.Serve(w, r, &res, func(w http.ResponseWriter, r *http.Request) error {
+			if runs++; n.beforeRun != nil {
+				n.beforeRun(runs)
+			}
 			route, err := n.rt.Route(w, r, res, op, "notebook")
 			if err != nil {
 				return err
@@ -263,6 +270,64 @@ func TestMovedIsResolvedAgainInOneRequest(t *testing.T) {
 	}
 	if _, err := n.stores[us].Get("notebook/nb1", "m"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the write reached the old primary: %v", err)
+	}
+}
+
+// move takes res through a whole migration to target (locks and the swap)
+// and tells the stores their authority by the swap, as the orchestrator
+// does.
+func (n *notes) move(res kvrouting.Resource, target string) {
+	n.t.Helper()
+	ctx := context.Background()
+	g, err := n.locker.PreLock(ctx, res, target, "mig-"+res.ID)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.now.Add(int64(time.Second))
+	doc, err := n.locker.EscalateHardDelete(ctx, res, g.Token, g.Doc)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if doc, err = n.locker.EscalateWrite(ctx, res, g.Token, doc); err != nil {
+		n.t.Fatal(err)
+	}
+	if doc, err = n.locker.Swap(ctx, res, g.Token, doc); err != nil {
+		n.t.Fatal(err)
+	}
+	for region, st := range n.stores {
+		if _, err := st.Admit(res.String(), contract.OpAuthorize, doc.AuthorityAt(region, 10*time.Millisecond)); err != nil {
+			n.t.Fatal(err)
+		}
+	}
+}
+
+// A swap that lands between the router's leader read and the re-run makes
+// the re-run stale too: the router reads the routing again, a bounded
+// number of times, rather than hand the client a "moved" 423 (with
+// --queue-writes 0 nothing else would save it).
+func TestMovedDuringTheReRunIsResolvedAgain(t *testing.T) {
+	n := newNotes(t, time.Hour, 0)
+	ctx := context.Background()
+	res := kvrouting.Resource{Kind: "notebook", ID: "nb2"}
+	if _, err := n.locker.Register(ctx, res, us); err != nil {
+		t.Fatal(err)
+	}
+	if a := n.do("GET", "/v1/notebooks/nb2/notes/none", ""); a.status != http.StatusNotFound { // warms the front's cache
+		t.Fatalf("warm-up read: %d %v", a.status, a.body)
+	}
+	n.move(res, eu) // the front's cache is stale: run 1 is refused as moved at us
+	n.beforeRun = func(run int) {
+		if run == 2 { // after the leader read named eu: back to us
+			n.move(res, us)
+		}
+	}
+	before := n.rt.ReResolved()
+	a := n.do("POST", "/v1/notebooks/nb2/notes/m", "moved twice")
+	if a.status != http.StatusCreated || a.header.Get(httproute.ServedByHeader) != us {
+		t.Fatalf("write moved during its re-run: %d %v served by %q", a.status, a.body, a.header.Get(httproute.ServedByHeader))
+	}
+	if n.rt.ReResolved() != before+1 {
+		t.Fatalf("re-resolved %d times, want 1 (one request)", n.rt.ReResolved()-before)
 	}
 }
 
