@@ -99,10 +99,14 @@ func TestDemoSmall(t *testing.T) {
 	if rep.Setup.Convergence != "fence" || rep.Setup.ResolverTTL != 600000 {
 		t.Fatalf("setup %+v", rep.Setup)
 	}
-	for _, k := range []string{"writes_attempted", "acknowledged", "saw_423"} {
+	for _, k := range []string{"writes_attempted", "acknowledged", "saw_423", "saw_moved"} {
 		if _, ok := rep.Raw[k]; !ok {
 			t.Fatalf("no raw.%s in %s", k, b)
 		}
+	}
+	// A server that can re-resolve never answers "moved" (docs/api.md).
+	if rep.Raw["saw_moved"] != 0 {
+		t.Fatalf("raw clients saw %v \"moved\" 423s: %s", rep.Raw["saw_moved"], b)
 	}
 	// saw_423 is 0 when every write lock is shorter than --queue-writes
 	// (2 s); a loaded box may stretch one, so it is reported, not asserted.

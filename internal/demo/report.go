@@ -106,8 +106,8 @@ func (r *Report) Print(w io.Writer) {
 		wr.Attempted, wr.Acknowledged, wr.Reads, wr.Rejected423, wr.Recovered, wr.Unrecovered, wr.Failed, wr.MaxFenceMs)
 	p("server-side queueing (%.0f ms): %d writes parked instead of a 423", r.Setup.QueueWritesMs, wr.QueuedServerSide)
 	if rw := r.Raw; rw.WritesAttempted > 0 {
-		p("raw HTTP clients (never retry): %d writes attempted, %d acknowledged (%d after a wait in the queue), %d saw 423, %d other failures",
-			rw.WritesAttempted, rw.Acknowledged, rw.Queued, rw.Saw423, rw.FailedOther)
+		p("raw HTTP clients (never retry): %d writes attempted, %d acknowledged (%d after a wait in the queue), %d saw 423 (%d of them \"moved\"), %d other failures",
+			rw.WritesAttempted, rw.Acknowledged, rw.Queued, rw.Saw423, rw.SawMoved, rw.FailedOther)
 	}
 	p("validation: %d runs, %d failures", r.Validation.Runs, r.Validation.Failures)
 	p("\ninvariants (checked from acknowledged client operations, the stores and the routing revisions, not the engine):")

@@ -40,6 +40,10 @@ type RawStats struct {
 	WritesAttempted int64 `json:"writes_attempted"`
 	Acknowledged    int64 `json:"acknowledged"`
 	Saw423          int64 `json:"saw_423"`
+	// SawMoved are the 423s that said the conversation had moved ("moved",
+	// "locked secondary", "not authoritative"): a server that can
+	// re-resolve never sends one (docs/api.md), so this is 0.
+	SawMoved int64 `json:"saw_moved"`
 	// Queued is how many acknowledged writes the server had parked
 	// (Cutover-Queued-Ms present).
 	Queued int64 `json:"queued"`
@@ -53,7 +57,7 @@ type Raw struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
-	attempted, acked, saw423, queued, failed atomic.Int64
+	attempted, acked, saw423, sawMoved, queued, failed atomic.Int64
 }
 
 // StartRaw starts cfg.Clients raw clients.
@@ -104,7 +108,7 @@ func (r *Raw) run(ctx context.Context, cfg RawConfig, hc *http.Client, i int) {
 			}
 			continue
 		}
-		_, _ = io.Copy(io.Discard, res.Body)
+		answer, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 		_ = res.Body.Close()
 		switch {
 		case res.StatusCode/100 == 2:
@@ -117,6 +121,9 @@ func (r *Raw) run(ctx context.Context, cfg RawConfig, hc *http.Client, i int) {
 			}
 		case res.StatusCode == http.StatusLocked:
 			r.saw423.Add(1)
+			if movedLock(answer) {
+				r.sawMoved.Add(1)
+			}
 		default:
 			r.failed.Add(1)
 			if cfg.Ledger != nil && res.StatusCode >= 500 {
@@ -134,5 +141,22 @@ func (r *Raw) Stop() RawStats {
 		r.wg.Wait()
 	})
 	return RawStats{WritesAttempted: r.attempted.Load(), Acknowledged: r.acked.Load(),
-		Saw423: r.saw423.Load(), Queued: r.queued.Load(), FailedOther: r.failed.Load()}
+		Saw423: r.saw423.Load(), SawMoved: r.sawMoved.Load(), Queued: r.queued.Load(), FailedOther: r.failed.Load()}
+}
+
+// movedLock reports whether a 423's body says the resource has moved.
+func movedLock(body []byte) bool {
+	var b struct {
+		Error struct {
+			Lock string `json:"lock"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return false
+	}
+	switch b.Error.Lock {
+	case "moved", "locked secondary", "not authoritative":
+		return true
+	}
+	return false
 }
