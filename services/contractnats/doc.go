@@ -17,7 +17,8 @@
 // participant decides it with contract.Admit. Requests carry the caller's
 // relative timeout (Cutover-Timeout-Ms) and absolute deadline
 // (Cutover-Deadline-Ms); a request that reaches its handler past the
-// deadline is answered CodeUnavailable and not executed. Payloads are
+// timeout since it arrived, or more than DeadlineSkewMargin past the
+// deadline, is answered CodeUnavailable and not executed. Payloads are
 // msgpack. A failure travels as a micro error reply (headers
 // Nats-Service-Error-Code = the contract.Code, Nats-Service-Error = the
 // message) whose body is the msgpack *contract.Error, so a remote error

@@ -25,13 +25,24 @@ import (
 const HeaderTimeout = "Cutover-Timeout-Ms"
 
 // HeaderDeadline is the request header in which a Client sends its
-// absolute deadline (unix milliseconds). A request that reaches its handler
-// after it (queued behind the server's slots, or held in a reconnect
-// buffer and sent after the caller gave up) is dropped unexecuted with
-// CodeUnavailable: its caller has gone, and an import or a fence applied
-// then could act for an attempt that has ended. Clocks are
-// assumed synchronised within the routing lock's skew margin.
+// absolute deadline (unix milliseconds, by the caller's clock). A request
+// that reaches its handler more than DeadlineSkewMargin after it (held in a
+// reconnect buffer and sent long after the caller gave up) is dropped
+// unexecuted with CodeUnavailable. The caller's relative budget
+// (HeaderTimeout), counted from the request's arrival by the server's own
+// monotonic clock, is what ends a request queued behind the server's
+// slots: no clock comparison between regions, so a region whose clock is
+// ahead or behind by seconds still executes its requests. Neither is what
+// keeps a late request safe — its authority's revision is (contract.Join:
+// an attempt that ended was followed by a newer revision) — they spare
+// work for callers that have gone.
 const HeaderDeadline = "Cutover-Deadline-Ms"
+
+// DeadlineSkewMargin is how far past a request's HeaderDeadline, by this
+// server's clock, it is still executed: clocks between regions may differ
+// by this much (well above the routing lock's skew margin) without a
+// region refusing every request.
+const DeadlineSkewMargin = 5 * time.Second
 
 // maxHandlerTimeout caps a timeout asked for by a request header.
 const maxHandlerTimeout = 10 * time.Minute
@@ -239,7 +250,7 @@ type handlerFunc func(ctx context.Context, body []byte) (any, error)
 func (s *Server) handler(h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
 		r := inbound{subject: req.Subject(), nonce: req.Headers().Get(HeaderNonce), reply: req.Reply(), data: req.Data(),
-			timeout: s.timeoutOf(req.Headers()), deadline: deadlineOf(req.Headers())}
+			timeout: s.timeoutOf(req.Headers()), deadline: deadlineOf(req.Headers()), arrived: time.Now()}
 		if !s.enter() {
 			s.replyError(r, contract.Errorf(contract.CodeUnavailable, "contract %s/%s is stopping", s.region, s.service))
 			return
@@ -262,22 +273,27 @@ type inbound struct {
 	data     []byte
 	timeout  time.Duration
 	deadline time.Time // zero: none sent
+	// arrived is when the server read the request (time.Now, monotonic):
+	// the caller's budget counts from it.
+	arrived time.Time
 }
 
 // serve handles one request and sends its reply.
 func (s *Server) serve(r inbound, h handlerFunc) {
-	if !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
+	budget := r.arrived.Add(r.timeout)
+	if waited := time.Since(r.arrived); !time.Now().Before(budget) {
 		s.replyError(r, contract.Errorf(contract.CodeUnavailable,
-			"contract %s/%s: request past its deadline (%s), not executed", s.region, s.service, r.deadline.UTC().Format(time.RFC3339Nano)))
+			"contract %s/%s: request waited %s for a handler, past its caller's %s, not executed", s.region, s.service, waited.Round(time.Millisecond), r.timeout))
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.base, r.timeout)
-	defer cancel()
-	if !r.deadline.IsZero() {
-		var c2 context.CancelFunc
-		ctx, c2 = context.WithDeadline(ctx, r.deadline)
-		defer c2()
+	if now := s.opts.Clock(); !r.deadline.IsZero() && !now.Before(r.deadline.Add(DeadlineSkewMargin)) {
+		s.replyError(r, contract.Errorf(contract.CodeUnavailable,
+			"contract %s/%s: request %s past its caller's deadline by this server's clock (more than the %s skew margin), not executed",
+			s.region, s.service, now.Sub(r.deadline).Round(time.Millisecond), DeadlineSkewMargin))
+		return
 	}
+	ctx, cancel := context.WithDeadline(s.base, budget)
+	defer cancel()
 	v, err := call(ctx, h, r.data)
 	if err != nil {
 		s.replyError(r, s.toError(err))

@@ -52,6 +52,10 @@ type ServeOptions struct {
 	// publish is accepted only if it verifies. nil signs nothing
 	// (development); a Client with Keys then refuses the replies.
 	Key []byte
+	// Clock is this server's wall clock, against which a request's
+	// HeaderDeadline is checked (tests run a region ahead or behind); nil
+	// means time.Now.
+	Clock func() time.Time
 	// Harness, in test mode only, serves the participant's user path
 	// through the harness endpoints (HarnessOps) for `cutover
 	// conformance`. nil (production) serves none.
@@ -72,6 +76,9 @@ func (o *ServeOptions) EnsureDefaults() {
 	}
 	if o.MaxConcurrent == 0 {
 		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
 	if o.Description == "" {
 		o.Description = "cutover migration contract (paper 001 §5.1)"
