@@ -2,6 +2,7 @@ package cnats
 
 import (
 	"context"
+	"errors"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -43,4 +44,24 @@ type RoutingConfig = natsclient.RoutingConfig
 // bucket, or updates it to cfg if it exists, and returns it.
 func ProvisionRouting(ctx context.Context, js jetstream.JetStream, cfg RoutingConfig) (jetstream.KeyValue, error) {
 	return natsclient.ProvisionRouting(ctx, js, cfg)
+}
+
+// RoutingEpochKey is natsclient.RoutingEpochKey: the ROUTING bucket's
+// metadata key holding its epoch.
+const RoutingEpochKey = natsclient.RoutingEpochKey
+
+// RoutingEpoch is natsclient.RoutingEpoch: the ROUTING bucket's epoch.
+func RoutingEpoch(ctx context.Context, js jetstream.JetStream) (string, error) {
+	return natsclient.RoutingEpoch(ctx, js)
+}
+
+// ServedEpoch is the epoch a contract server checks its store against
+// (contractnats.ServeOptions.RoutingEpoch): the ROUTING bucket's, or ""
+// (nothing to check) while the deployment has no routing bucket yet.
+func ServedEpoch(ctx context.Context, js jetstream.JetStream) (string, error) {
+	e, err := natsclient.RoutingEpoch(ctx, js)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return "", nil
+	}
+	return e, err
 }

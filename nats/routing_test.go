@@ -2,6 +2,7 @@ package cnats_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	cnats "github.com/cutover/cutover/nats"
@@ -70,5 +71,64 @@ func TestDefaultReplicas(t *testing.T) {
 		if got := cnats.DefaultReplicas(nodes); got != want {
 			t.Errorf("DefaultReplicas(%d) = %d, want %d", nodes, got, want)
 		}
+	}
+}
+
+// TestRoutingEpoch: a new ROUTING bucket gets an epoch that every later
+// provision keeps; a bucket provisioned before epochs existed gets one
+// from its stream's creation time, pinned by the next provision; a bucket
+// deleted and created again (revisions restart) has another.
+func TestRoutingEpoch(t *testing.T) {
+	s := natstest.RunServer(t)
+	_, js := natstest.MustConnect(t, s.ClientURL())
+	ctx := testCtx(t)
+	if _, err := cnats.RoutingEpoch(ctx, js); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("epoch of no bucket: %v", err)
+	}
+	if e, err := cnats.ServedEpoch(ctx, js); err != nil || e != "" {
+		t.Fatalf("served epoch of no bucket: %q %v", e, err)
+	}
+	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := cnats.RoutingEpoch(ctx, js)
+	if err != nil || len(first) != 32 {
+		t.Fatalf("epoch %q, %v", first, err)
+	}
+	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{History: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := cnats.RoutingEpoch(ctx, js); e != first {
+		t.Fatalf("epoch after a second provision %q, want %q", e, first)
+	}
+
+	if err := js.DeleteKeyValue(ctx, cnats.RoutingBucket); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := cnats.RoutingEpoch(ctx, js); e == first || e == "" {
+		t.Fatalf("epoch of a bucket created again %q, the old one %q", e, first)
+	}
+
+	// Provisioned before epochs: no metadata.
+	if err := js.DeleteKeyValue(ctx, cnats.RoutingBucket); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: cnats.RoutingBucket}); err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := cnats.RoutingEpoch(ctx, js)
+	if err != nil || !strings.HasPrefix(legacy, "created-") {
+		t.Fatalf("epoch of a bucket without one %q, %v", legacy, err)
+	}
+	kv, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil || st.Metadata()[cnats.RoutingEpochKey] != legacy {
+		t.Fatalf("provisioning a bucket without an epoch pinned %v (%v), want %q", st.Metadata(), err, legacy)
 	}
 }

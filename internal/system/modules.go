@@ -402,8 +402,12 @@ func serveContracts(in contractsIn) error {
 					conns = append(conns, c)
 					rnc, rjs = c, j
 				}
+				epoch, err := cnats.ServedEpoch(ctx, rjs)
+				if err != nil {
+					return fmt.Errorf("region %s: %w", name, err)
+				}
 				for _, p := range reg.Participants() {
-					s, err := contractnats.Serve(context.Background(), rnc, rjs, name, p, contractnats.ServeOptions{Key: in.Cfg.contractKey(name)})
+					s, err := contractnats.Serve(context.Background(), rnc, rjs, name, p, contractnats.ServeOptions{Key: in.Cfg.contractKey(name), RoutingEpoch: epoch})
 					if err != nil {
 						return fmt.Errorf("serve %s/%s: %w", name, p.Service(), err)
 					}

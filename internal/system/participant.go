@@ -78,7 +78,11 @@ func RunParticipant(ctx context.Context, cfg ParticipantConfig, ready func()) er
 		return err
 	}
 	defer nc.Close()
-	so := contractnats.ServeOptions{Key: cfg.Key, Description: "cutover participant"}
+	epoch, err := cnats.ServedEpoch(octx, js)
+	if err != nil {
+		return err
+	}
+	so := contractnats.ServeOptions{Key: cfg.Key, Description: "cutover participant", RoutingEpoch: epoch}
 	if cfg.TestHarness {
 		so.Harness = &user
 	}

@@ -10,8 +10,11 @@ package natsclient
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -184,11 +187,25 @@ func (cfg RoutingConfig) withDefaults() (RoutingConfig, error) {
 	return cfg, nil
 }
 
+// RoutingEpochKey is the ROUTING bucket's metadata key that holds its
+// epoch: an identifier of this bucket's stream, set when it is created and
+// kept by every later ProvisionRouting. Routing revisions are the stream's
+// sequence numbers, the only fencing token the stores keep
+// (contract.Authority); a stream deleted and created again restarts them,
+// and a store holding revisions of the old stream would then refuse
+// requests as stale, or worse, take a new revision for an old one. The
+// epoch tells the two streams apart: services keep the epoch they served
+// under and refuse to start under another (contractnats.ServeOptions).
+const RoutingEpochKey = "cutover.epoch"
+
 // ProvisionRouting creates the ROUTING bucket, or updates it to cfg if it
 // exists, and returns it. Calling it again with the same cfg changes nothing.
 // Raising Replicas scales the stream up; changing Storage of an existing
-// bucket is refused by the server. It applies DefaultTimeout when ctx has no
-// deadline and returns ErrInvalidOptions or the wrapped JetStream error.
+// bucket is refused by the server. A new bucket gets a new epoch
+// (RoutingEpochKey); an existing one keeps its own, and one provisioned
+// before epochs existed gets one derived from its stream's creation time.
+// It applies DefaultTimeout when ctx has no deadline and returns
+// ErrInvalidOptions or the wrapped JetStream error.
 func ProvisionRouting(ctx context.Context, js jetstream.JetStream, cfg RoutingConfig) (jetstream.KeyValue, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -197,19 +214,87 @@ func ProvisionRouting(ctx context.Context, js jetstream.JetStream, cfg RoutingCo
 	ctx, cancel := WithDefaultTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	var kv jetstream.KeyValue
-	err = RetryIdempotent(ctx, func(ctx context.Context) (err error) {
-		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	provision := func(ctx context.Context) error {
+		kc := jetstream.KeyValueConfig{
 			Bucket:      RoutingBucket,
 			Description: "cutover routing documents",
 			History:     cfg.History,
 			Storage:     cfg.Storage,
 			Replicas:    cfg.Replicas,
 			Placement:   InRegion(cfg.Cluster),
-		})
+		}
+		old, err := js.KeyValue(ctx, RoutingBucket)
+		switch {
+		case errors.Is(err, jetstream.ErrBucketNotFound):
+			// Created, never updated: of two provisioners racing to
+			// create the bucket, one epoch wins and the other retries as
+			// an update that keeps it.
+			kc.Metadata = map[string]string{RoutingEpochKey: newEpoch()}
+			kv, err = js.CreateKeyValue(ctx, kc)
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				return errRetryEpoch
+			}
+			return err
+		case err != nil:
+			return err
+		}
+		epoch, err := epochOf(ctx, old)
+		if err != nil {
+			return err
+		}
+		kc.Metadata = map[string]string{RoutingEpochKey: epoch}
+		kv, err = js.UpdateKeyValue(ctx, kc)
 		return err
-	})
+	}
+	for range 3 {
+		if err = RetryIdempotent(ctx, provision); !errors.Is(err, errRetryEpoch) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cnats: provision %s: %w", RoutingBucket, err)
 	}
 	return kv, nil
+}
+
+// errRetryEpoch is a lost race to create the bucket: provision again.
+var errRetryEpoch = errors.New("the routing bucket was created meanwhile")
+
+// RoutingEpoch returns the ROUTING bucket's epoch (RoutingEpochKey), or
+// the wrapped JetStream error. A bucket with none (provisioned before
+// epochs existed, not provisioned since) has the one its stream's creation
+// time gives, as ProvisionRouting would set.
+func RoutingEpoch(ctx context.Context, js jetstream.JetStream) (string, error) {
+	ctx, cancel := WithDefaultTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, RoutingBucket)
+	if err != nil {
+		return "", fmt.Errorf("cnats: routing epoch: %w", err)
+	}
+	epoch, err := epochOf(ctx, kv)
+	if err != nil {
+		return "", fmt.Errorf("cnats: routing epoch: %w", err)
+	}
+	return epoch, nil
+}
+
+func epochOf(ctx context.Context, kv jetstream.KeyValue) (string, error) {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return "", err
+	}
+	if e := st.Metadata()[RoutingEpochKey]; e != "" {
+		return e, nil
+	}
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		return "created-" + strconv.FormatInt(bs.StreamInfo().Created.UnixNano(), 36), nil
+	}
+	return "", fmt.Errorf("bucket %s: no epoch and no stream info", RoutingBucket)
+}
+
+// newEpoch is a fresh epoch: 16 random bytes, hex.
+func newEpoch() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

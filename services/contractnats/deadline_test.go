@@ -2,7 +2,9 @@ package contractnats_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/vmihailenco/msgpack/v5"
 
+	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
@@ -150,5 +153,53 @@ func TestRequestQueuedPastItsBudgetIsNotExecuted(t *testing.T) {
 	}
 	if got, err := st.Authority("conv/queued"); err != nil || got != (contract.Authority{}) {
 		t.Fatalf("a request queued past its budget installed %s (%v)", got, err)
+	}
+}
+
+// TestServeRefusesAnotherRoutingEpoch: a store that served under one
+// ROUTING bucket's epoch refuses to serve under a bucket created again
+// (its revisions restarted): ErrRoutingEpoch, naming both epochs and what
+// to do. The same epoch serves again.
+func TestServeRefusesAnotherRoutingEpoch(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	if _, err := cnats.ProvisionRouting(ctx, e.js, cnats.RoutingConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	p := services.NewStoreParticipant("messages", st, services.StoreParticipantOptions{})
+	serve := func() (*contractnats.Server, error) {
+		epoch, err := cnats.ServedEpoch(ctx, e.js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return contractnats.Serve(ctx, e.nc, e.js, "eu", p, contractnats.ServeOptions{RoutingEpoch: epoch})
+	}
+	for range 2 {
+		s, err := serve()
+		if err != nil {
+			t.Fatalf("serving under the bucket's epoch: %v", err)
+		}
+		_ = s.Stop()
+	}
+	old, _ := cnats.RoutingEpoch(ctx, e.js)
+	if err := e.js.DeleteKeyValue(ctx, cnats.RoutingBucket); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cnats.ProvisionRouting(ctx, e.js, cnats.RoutingConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	now, _ := cnats.RoutingEpoch(ctx, e.js)
+	s, err := serve()
+	if !errors.Is(err, contractnats.ErrRoutingEpoch) {
+		if s != nil {
+			_ = s.Stop()
+		}
+		t.Fatalf("serving under a bucket created again: %v, want ErrRoutingEpoch", err)
+	}
+	for _, want := range []string{old, now, "created again", "Restore the old ROUTING stream"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("the refusal %q does not say %q", err, want)
+		}
 	}
 }

@@ -20,6 +20,11 @@ var (
 
 	// ErrInvalidOptions is returned by Serve for inconsistent ServeOptions.
 	ErrInvalidOptions = errors.New("contractnats: invalid options")
+
+	// ErrRoutingEpoch is returned by Serve when the routing bucket's epoch
+	// is not the one this participant's store served under
+	// (ServeOptions.RoutingEpoch): the ROUTING stream was created again.
+	ErrRoutingEpoch = errors.New("contractnats: the routing bucket was created again")
 )
 
 // invalid returns the CodeInvalid *contract.Error for a bad argument.

@@ -137,6 +137,10 @@ func MsgID(migrationID, service string, mode contract.ExportMode, attempt uint32
 
 // checkpointName is the durable name of the import checkpoint of service in
 // a migration (a store cursor name: at most 256 bytes, no NUL).
+// epochCheckpoint is the Checkpoints name of the routing epoch a store
+// served under (ServeOptions.RoutingEpoch).
+const epochCheckpoint = "contractnats/routing-epoch"
+
 func checkpointName(migrationID, service string) string {
 	return "contractnats/import/" + migrationID + "/" + service
 }

@@ -126,6 +126,9 @@ func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region st
 			opts.Checkpoints = StoreCheckpoints(sp.Store())
 		}
 	}
+	if err := checkEpoch(opts.Checkpoints, region, service, opts.RoutingEpoch); err != nil {
+		return nil, err
+	}
 	s := &Server{p: p, region: region, service: service, opts: opts, nc: nc, js: js, slots: make(chan struct{}, opts.MaxConcurrent)}
 	s.maxReply = opts.MaxReplyBytes
 	if s.maxReply == 0 {
@@ -262,6 +265,30 @@ func (s *Server) handler(h handlerFunc) micro.Handler {
 			s.serve(r, h)
 		}()
 	})
+}
+
+// checkEpoch records epoch in cp the first time, and refuses another one
+// than recorded (ErrRoutingEpoch, saying what happened and what to do).
+func checkEpoch(cp Checkpoints, region, service, epoch string) error {
+	if epoch == "" {
+		return nil
+	}
+	was, err := cp.Get(epochCheckpoint)
+	if err != nil {
+		return fmt.Errorf("contract %s/%s: reading the routing epoch it served under: %w", region, service, err)
+	}
+	switch {
+	case len(was) == 0:
+		return cp.Put(epochCheckpoint, []byte(epoch))
+	case string(was) == epoch:
+		return nil
+	}
+	return fmt.Errorf("%w: contract %s/%s: this store served routing epoch %s, the ROUTING bucket now has epoch %s. "+
+		"The ROUTING stream was deleted and created again, so routing revisions restarted from 1, and this store's "+
+		"authority records hold revisions of the old stream: it would refuse requests as stale, or take a new revision "+
+		"for an old one. Restore the old ROUTING stream (a restored stream keeps its epoch in its metadata, %q), "+
+		"or serve this region from empty stores",
+		ErrRoutingEpoch, region, service, was, epoch, "cutover.epoch")
 }
 
 // inbound is what a handler goroutine needs of a request: its subject and

@@ -52,6 +52,12 @@ type ServeOptions struct {
 	// publish is accepted only if it verifies. nil signs nothing
 	// (development); a Client with Keys then refuses the replies.
 	Key []byte
+	// RoutingEpoch is the routing bucket's epoch
+	// (natsclient.RoutingEpoch). When set, Serve records it in Checkpoints
+	// the first time and refuses to serve (ErrRoutingEpoch) under another:
+	// the store's authority records hold revisions of the stream that had
+	// the recorded epoch. "" checks nothing.
+	RoutingEpoch string
 	// Clock is this server's wall clock, against which a request's
 	// HeaderDeadline is checked (tests run a region ahead or behind); nil
 	// means time.Now.
