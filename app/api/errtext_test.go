@@ -39,7 +39,8 @@ func TestErrorsNameNoPackage(t *testing.T) {
 		{req{method: "GET", path: "/v1/conversations/c1/messages/" + long}, 400, ""},
 		{req{method: "PUT", path: "/v1/conversations/c1/messages/m1/reactions/a%01b"}, 400, ""},
 		{req{method: "GET", path: "/v1/media/" + long}, 400, ""},
-		{req{method: "POST", path: "/v1/conversations", body: map[string]any{"id": "a\u202eb", "title": "t"}}, 400, ""},
+		{req{method: "POST", path: "/v1/conversations", body: map[string]any{"id": "a\u202eb", "title": "t"}}, 400, "character U+202E;"},
+		{req{method: "POST", path: "/v1/conversations", body: map[string]any{"id": "aü", "title": "t"}}, 400, "character 'ü' (U+00FC);"},
 		{req{method: "POST", path: "/v1/conversations", body: `{"id":`}, 400, ""},
 		{req{method: "GET", path: "/v1/internal/regions/" + regionA + "/conversations/" + long + "/digests", auth: svc}, 400, ""},
 	} {
