@@ -65,6 +65,20 @@ func (e *LockedError) Error() string {
 // Is reports whether target is ErrLocked.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
+// InvalidError is the ErrInvalid of one bad argument (errors.Is matches
+// ErrInvalid). Reason says what is wrong without the package's name
+// ("resource id: longer than 200 bytes"), so that an API can show it to
+// whoever supplied the argument; Error prefixes it with ErrInvalid's text.
+type InvalidError struct {
+	Reason string
+}
+
+// Error implements error: "kvrouting: invalid argument: " and the reason.
+func (e *InvalidError) Error() string { return ErrInvalid.Error() + ": " + e.Reason }
+
+// Is reports whether target is ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
 func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+	return &InvalidError{Reason: fmt.Sprintf(format, args...)}
 }

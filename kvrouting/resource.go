@@ -17,23 +17,30 @@ type Resource struct {
 // String returns "kind/id".
 func (r Resource) String() string { return r.Kind + "/" + r.ID }
 
-// Validate returns ErrInvalid unless the kind is a short lowercase word and
-// the id is a non-empty printable string of at most 200 bytes.
+// Validate returns ErrInvalid (an *InvalidError) unless the kind is a
+// short lowercase word and the id is a non-empty string of at most 200
+// bytes without control characters.
 func (r Resource) Validate() error {
-	if r.Kind == "" || len(r.Kind) > 32 {
-		return invalidf("resource kind %q", r.Kind)
+	switch {
+	case r.Kind == "":
+		return invalidf("resource kind: empty")
+	case len(r.Kind) > 32:
+		return invalidf("resource kind: longer than 32 bytes")
 	}
 	for _, c := range r.Kind {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
 			return invalidf("resource kind %q: only a-z, 0-9 and '-'", r.Kind)
 		}
 	}
-	if r.ID == "" || len(r.ID) > 200 {
-		return invalidf("resource id %q: 1 to 200 bytes", r.ID)
+	switch {
+	case r.ID == "":
+		return invalidf("resource id: empty")
+	case len(r.ID) > 200:
+		return invalidf("resource id: longer than 200 bytes")
 	}
 	for _, c := range r.ID {
 		if c < 0x20 || c == 0x7f {
-			return invalidf("resource id %q: control character", r.ID)
+			return invalidf("resource id %q: control character %U", r.ID, c)
 		}
 	}
 	return nil

@@ -1,8 +1,11 @@
 package api
 
 import (
+	"fmt"
 	"path"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cutover/cutover/app/chat"
 	"github.com/cutover/cutover/services/contract"
@@ -27,12 +30,35 @@ func validNewID(what, id string) error {
 	if id == "." || id == ".." {
 		return contract.Errorf(contract.CodeInvalid, "%s %q is reserved", what, id)
 	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; !idByte(c) {
-			return contract.Errorf(contract.CodeInvalid, "%s %q: character %q; ids are A-Z a-z 0-9 '.' '_' '-'", what, id, rune(c))
+	for i := 0; i < len(id); {
+		if idByte(id[i]) {
+			i++
+			continue
 		}
+		c, _ := idCharacter(id[i:])
+		return contract.Errorf(contract.CodeInvalid, "%s %q: %s; ids are A-Z a-z 0-9 '.' '_' '-'", what, id, c)
 	}
 	return nil
+}
+
+// idCharacter describes the character s starts with, decoded as UTF-8, for
+// an error message, and returns its length in bytes: "character 'ü'
+// (U+00FC)"; one that does not print as itself (a control or format
+// character such as U+202E, right-to-left override, or a space other than
+// ' ') by its code point alone, "character U+202E"; a byte that does not
+// start valid UTF-8 as "byte 0xFF (not UTF-8)".
+func idCharacter(s string) (string, int) {
+	r, n := utf8.DecodeRuneInString(s)
+	switch {
+	case r == utf8.RuneError && n <= 1:
+		if n == 0 {
+			return "no character", 0
+		}
+		return fmt.Sprintf("byte 0x%02X (not UTF-8)", s[0]), 1
+	case strconv.IsPrint(r):
+		return fmt.Sprintf("character %q (%U)", r, r), n
+	}
+	return fmt.Sprintf("character %U", r), n
 }
 
 func idByte(c byte) bool {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/kvrouting"
-	"github.com/cutover/cutover/services/contract"
 )
 
 // lockJSON is a lock as the API shows it; the token is redacted.
@@ -59,7 +58,7 @@ func toLocationJSON(l kvrouting.Location) locationJSON {
 func (s *Server) getRouting(w http.ResponseWriter, r *http.Request, who Identity) error {
 	res := kvrouting.Resource{Kind: r.PathValue("kind"), ID: r.PathValue("id")}
 	if err := res.Validate(); err != nil {
-		return contract.Errorf(contract.CodeInvalid, "%v", err)
+		return routingError(err, "resource", res.String())
 	}
 	rs, err := s.router.ResolverFor(s.cfg.DefaultRegion).Resolve(r.Context(), res)
 	if err != nil {

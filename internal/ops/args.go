@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -30,9 +31,20 @@ func CheckRegion(flagName, s string) error {
 func parseResource(s string) (kvrouting.Resource, error) {
 	res, err := kvrouting.ParseResource(s)
 	if err != nil {
-		return res, fmt.Errorf("%w: %w", ErrUsage, err)
+		return res, usageOf(err)
 	}
 	return res, nil
+}
+
+// usageOf wraps err, the routing library's ErrInvalid for an argument, in
+// ErrUsage, worded for the CLI's user ("invalid resource id: longer than
+// 200 bytes") without the library's "kvrouting: " prefix.
+func usageOf(err error) error {
+	var ie *kvrouting.InvalidError
+	if errors.As(err, &ie) {
+		return fmt.Errorf("%w: invalid %s", ErrUsage, ie.Reason)
+	}
+	return fmt.Errorf("%w: %w", ErrUsage, err)
 }
 
 func parseMigrationID(s string) error {

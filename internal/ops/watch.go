@@ -79,7 +79,7 @@ func Watch(ctx context.Context, r WatchRequest, stdout io.Writer) error {
 	w, err := st.Watch(ctx, filter, opts...)
 	if err != nil {
 		if errors.Is(err, kvrouting.ErrInvalid) {
-			return fmt.Errorf("%w: %w", ErrUsage, err)
+			return usageOf(err)
 		}
 		return err
 	}

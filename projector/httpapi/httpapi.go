@@ -12,6 +12,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/projector"
+	"github.com/cutover/cutover/services/contract"
 )
 
 // Options configure Handler. The zero value serves everything to anyone
@@ -156,7 +157,9 @@ func authenticated(h http.Handler, authenticate func(*http.Request) error) http.
 
 func unauthorized(w http.ResponseWriter, err error) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="cutover projector"`)
-	sendError(w, http.StatusUnauthorized, "unauthorized", "authentication required: "+err.Error())
+	// The authenticator's own words (an *contract.Error's message), never
+	// its code or a Go package's name.
+	sendError(w, http.StatusUnauthorized, "unauthorized", "authentication required: "+contract.ClientText(contract.AsError(err).Message))
 }
 
 // Migration is a projector.MigrationView over HTTP.

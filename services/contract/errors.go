@@ -101,3 +101,66 @@ func AsError(err error) *Error {
 	}
 	return &Error{Code: CodeInternal, Message: err.Error()}
 }
+
+// goPackages are the names of the Go packages (the module's and the
+// libraries under it) whose errors begin "<name>: ".
+var goPackages = []string{
+	"kvrouting", "store", "contract", "participant", "services", "httproute", "api", "chat", "core",
+	"pgstore", "contractnats", "lockrecord", "eventlog", "orchestrator", "projector", "httpapi",
+	"pebble", "nats", "jetstream",
+}
+
+// ClientText returns msg, an error's text, as a client of an API may read
+// it: without the "<package>: " prefixes that Go errors of the module's
+// packages (and of the libraries under them) begin with, at its start and
+// after each ": " — "ref: store: invalid argument: bad" reads "ref:
+// invalid argument: bad". A quoted string (an id the client sent, quoted
+// with %q) is kept as it is. Go callers match the errors themselves
+// (errors.Is), never this text.
+func ClientText(msg string) string {
+	var b []byte // nil until something is dropped
+	start, quoted := true, false
+	for i := 0; i < len(msg); i++ {
+		if start && !quoted {
+			if n := goPackagePrefix(msg[i:]); n > 0 {
+				if b == nil {
+					b = append(make([]byte, 0, len(msg)), msg[:i]...)
+				}
+				i += n - 1
+				continue // another prefix may follow
+			}
+		}
+		c := msg[i]
+		start = false
+		switch {
+		case quoted && c == '\\' && i+1 < len(msg):
+			if b != nil {
+				b = append(b, c)
+			}
+			i++
+			c = msg[i]
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == ' ' && i > 0 && msg[i-1] == ':':
+			start = true
+		}
+		if b != nil {
+			b = append(b, c)
+		}
+	}
+	if b == nil {
+		return msg
+	}
+	return string(b)
+}
+
+// goPackagePrefix returns the length of the "<package>: " s begins with,
+// or 0.
+func goPackagePrefix(s string) int {
+	for _, p := range goPackages {
+		if len(s) > len(p)+1 && s[:len(p)] == p && s[len(p)] == ':' && s[len(p)+1] == ' ' {
+			return len(p) + 2
+		}
+	}
+	return 0
+}

@@ -28,13 +28,15 @@ type errorBody struct {
 
 // WriteError writes err as the JSON error shape with the status of its
 // code (services.ToError); unknown errors are 500 "internal" and logged to
-// log (nil: slog.Default()), their text withheld. A 423 carries
+// log (nil: slog.Default()), their text withheld. The message a client
+// reads names no Go package (contract.ClientText: "store: not found: ..."
+// reads "not found: ..."). A 423 carries
 // Retry-After in whole seconds, rounded to the nearest (0: retry at once),
 // and retry_after_ms exactly (paper 001 §4.4): the expected rest of the
 // restriction, never the lease. A 503 carries Retry-After 1.
 func WriteError(w http.ResponseWriter, r *http.Request, err error, log *slog.Logger) {
 	e := services.ToError(err)
-	body := ErrorJSON{Code: string(e.Code), Message: e.Message, Lock: e.Lock}
+	body := ErrorJSON{Code: string(e.Code), Message: contract.ClientText(e.Message), Lock: e.Lock}
 	status := e.Code.HTTPStatus()
 	switch e.Code {
 	case contract.CodeInternal:

@@ -231,14 +231,19 @@ func (rt *Router) Decide(doc *kvrouting.Document, region string, op kvrouting.Op
 }
 
 // RoutingError is a routing store's error as an API answers it: not_found
-// (no routing document), invalid (a bad id), or the store's own
-// (services.ToError: unavailable, ...). what names the resource.
+// (no routing document), invalid (a bad resource: "invalid resource id:
+// longer than 200 bytes", never the routing library's own text), or the
+// store's own (services.ToError: unavailable, ...). what names the
+// resource.
 func RoutingError(err error, what, id string) error {
+	var ie *kvrouting.InvalidError
 	switch {
 	case errors.Is(err, kvrouting.ErrNotFound):
 		return contract.Errorf(contract.CodeNotFound, "%s %q not found", what, id)
+	case errors.As(err, &ie):
+		return contract.Errorf(contract.CodeInvalid, "invalid %s", ie.Reason)
 	case errors.Is(err, kvrouting.ErrInvalid):
-		return contract.Errorf(contract.CodeInvalid, "%s id %q: %v", what, id, err)
+		return contract.Errorf(contract.CodeInvalid, "invalid %s id %q", what, id)
 	}
 	return services.ToError(err)
 }
