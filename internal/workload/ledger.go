@@ -64,13 +64,26 @@ type Event struct {
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger { return &Ledger{msgs: map[string]map[string]*Msg{}} }
 
-// Acked records an acknowledged post or edit of (conv, id) with text.
+// Acked records an acknowledged post or edit of (conv, id) with text. The
+// outcomes of earlier writes of unknown outcome stay possible: such a
+// write may land after this one (as Event says, and check's writer reads
+// allow), so it keeps Maybe and MaybeDeleted.
 func (l *Ledger) Acked(conv, id, text string) {
-	l.set(conv, id, Msg{Text: text})
-	l.event(conv, id, Event{Kind: EventWrite, Acked: true, Text: text})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.conv(conv)
+	st := m[id]
+	if st == nil {
+		st = &Msg{}
+		m[id] = st
+	}
+	st.Text, st.Deleted = text, false
+	l.appendEvent(conv, id, Event{Kind: EventWrite, Acked: true, Text: text})
 }
 
-// AckedDelete records an acknowledged delete of (conv, id).
+// AckedDelete records an acknowledged delete of (conv, id). A delete is
+// terminal (an edit of a deleted message fails, a deleted id is never
+// posted again), so no earlier uncertain write can show after it.
 func (l *Ledger) AckedDelete(conv, id string) {
 	l.set(conv, id, Msg{Deleted: true})
 	l.event(conv, id, Event{Kind: EventDelete, Acked: true})
