@@ -26,7 +26,7 @@ const maxDecodeInput = 16 << 20
 // filter (`nats kv watch ROUTING --translate 'cutover decode routing'`)
 // runs it once per message with the value on stdin (docs/wire-format.md).
 func runDecode(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("decode", "decode routing|event|page < value.msgpack\n\nReads ONE msgpack value on stdin and writes its JSON form (docs/wire-format.md) on one line:\na ROUTING value, a MIGRATION_EVENTS or MIGRATION_CMDS message, or a PAGES message. Lock tokens\nare shown redacted. As natscli's translate filter:\n\n  nats kv watch ROUTING --translate 'cutover decode routing'\n  nats stream view MIGRATION_EVENTS --translate 'cutover decode event'", stdout)
+	fs := newFlags("decode", "decode routing|event|page < value.msgpack\n\nReads ONE msgpack value on stdin and writes its JSON form (docs/wire-format.md) on one line:\na ROUTING value, a MIGRATION_EVENTS or MIGRATION_CMDS message, or a PAGES message, in one\nvocabulary (snake_case names, RFC 3339 times, enums by name; docs/schema/*.decoded.schema.json).\nLock tokens are shown redacted. As natscli's translate filter:\n\n  nats sub '$KV.ROUTING.>' --translate 'cutover decode routing'\n  nats sub 'cutover.evt.>' --all --translate 'cutover decode event'\n  nats sub 'cutover.pages.>' --all --translate 'cutover decode page'", stdout)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -98,16 +98,24 @@ func TestNodeExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.EscalateWrite(ctx, res, g.Token, d); err != nil {
+	if d, err = lk.EscalateWrite(ctx, res, g.Token, d); err != nil {
 		t.Fatal(err)
 	}
 	wait(`"lock":"write"`, &out)
+	if _, err := lk.Swap(ctx, res, g.Token, d); err != nil {
+		t.Fatal(err)
+	}
+	wait(`"last_migration_id":"m-node"`, &out)
 	var locks []string
+	var last string
 	for line := range strings.Lines(out.String()) {
 		var c struct {
 			Resource, Key string
 			Primary       struct{ Region, Lock, Token string }
 			MigrationID   string `json:"migration_id"`
+			LastSwap      struct {
+				MigrationID string `json:"migration_id"`
+			} `json:"last_swap"`
 		}
 		if err := json.Unmarshal([]byte(line), &c); err != nil {
 			t.Fatalf("%q: %v", line, err)
@@ -118,9 +126,11 @@ func TestNodeExample(t *testing.T) {
 		if strings.Contains(line, string(g.Token)) {
 			t.Fatalf("a whole token: %s", line)
 		}
-		locks = append(locks, c.Primary.Lock)
+		locks = append(locks, c.Primary.Region+":"+c.Primary.Lock)
+		last = c.LastSwap.MigrationID
 	}
-	if strings.Join(locks, ",") != "none,pre,hard-delete,write" {
-		t.Fatalf("locks seen %v", locks)
+	// The swap: eu-west primary, unlocked, naming the migration that moved it.
+	if strings.Join(locks, ",") != "us-east:none,us-east:pre,us-east:hard-delete,us-east:write,eu-west:none" || last != "m-node" {
+		t.Fatalf("locks seen %v, last swap by %q", locks, last)
 	}
 }

@@ -12,12 +12,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/kvrouting"
+	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
 )
 
@@ -49,8 +51,9 @@ func Decode(kind string, b []byte) ([]byte, error) {
 	case KindEvent:
 		v, err = eventJSON(b)
 	case KindPage:
-		if _, err = contractnats.DecodePage(b); err == nil {
-			v, err = genericJSON(b)
+		var pg contract.Page
+		if pg, err = contractnats.DecodePage(b); err == nil {
+			v, err = longJSON(reflect.ValueOf(pg))
 		}
 	default:
 		return nil, fmt.Errorf("%w %q (want routing, event or page)", ErrKind, kind)
@@ -130,8 +133,8 @@ func routingJSON(b []byte) (any, error) {
 }
 
 // Event is a migration envelope as JSON: the envelope's fields, the body
-// and the state after the event decoded generically (wire keys kept,
-// docs/wire-format.md), tokens redacted.
+// and the state after the event in the vocabulary of long.go, tokens
+// redacted.
 type Event struct {
 	SchemaVersion int    `json:"schema_version"`
 	ID            string `json:"id"`
@@ -146,33 +149,17 @@ type Event struct {
 }
 
 func eventJSON(b []byte) (any, error) {
-	// Validate through the Go decoder first (schema version, registered
-	// type, size), then render the raw parts generically.
-	if _, err := events.Decode(b); err != nil {
+	env, err := events.Decode(b) // schema version, registered type, size
+	if err != nil {
 		return nil, err
 	}
-	var w struct {
-		V           int                `msgpack:"v"`
-		ID          string             `msgpack:"id"`
-		Type        string             `msgpack:"t"`
-		MigrationID string             `msgpack:"mid"`
-		Resource    string             `msgpack:"res"`
-		Time        int64              `msgpack:"at"`
-		CausationID string             `msgpack:"cause"`
-		Payload     msgpack.RawMessage `msgpack:"p"`
-		State       msgpack.RawMessage `msgpack:"s"`
-	}
-	if err := msgpack.Unmarshal(b, &w); err != nil {
+	e := Event{SchemaVersion: env.SchemaVersion, ID: env.ID, Type: env.Type, MigrationID: env.MigrationID, Resource: env.Resource,
+		At: ts(env.Time), AtUnixNano: env.Time.UnixNano(), CausationID: env.CausationID}
+	if e.Body, err = longJSON(reflect.ValueOf(env.Body)); err != nil {
 		return nil, err
 	}
-	e := Event{SchemaVersion: w.V, ID: w.ID, Type: w.Type, MigrationID: w.MigrationID, Resource: w.Resource,
-		At: ts(time.Unix(0, w.Time)), AtUnixNano: w.Time, CausationID: w.CausationID}
-	var err error
-	if e.Body, err = genericJSON(w.Payload); err != nil {
-		return nil, err
-	}
-	if len(w.State) > 0 {
-		if e.State, err = genericJSON(w.State); err != nil {
+	if env.State != nil {
+		if e.State, err = longJSON(reflect.ValueOf(env.State)); err != nil {
 			return nil, err
 		}
 	}

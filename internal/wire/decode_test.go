@@ -52,8 +52,9 @@ func TestDecodeRouting(t *testing.T) {
 }
 
 // An event envelope: the envelope's fields by name, `at` both as RFC 3339
-// and as its wire int64 nanoseconds, the body and the state with their
-// wire keys, every token redacted.
+// and as its wire int64 nanoseconds, the body and the state by the long
+// names of the one JSON vocabulary (not their wire keys), every token
+// redacted.
 func TestDecodeEvent(t *testing.T) {
 	at := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
 	st := &events.State{ID: "m1", Resource: "conv/lunch", Token: wholeToken, LockExpiry: at}
@@ -78,14 +79,16 @@ func TestDecodeEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if e.Type != events.TypeRequested || e.At != "2026-12-04T03:00:00Z" || e.AtUnixNano != at.UnixNano() ||
-		e.Body["tgt"] != "eu-west" || e.Body["tok"] != "012345…" || e.State["lockex"] != "2026-12-04T03:00:00Z" {
+		e.Body["target"] != "eu-west" || e.Body["token"] != "012345…" || e.State["lock_expiry"] != "2026-12-04T03:00:00Z" ||
+		e.Body["max_attempts"] != 3.0 || e.Body["tgt"] != nil {
 		t.Fatalf("decoded %s", out)
 	}
 }
 
-// A page: records with their bytes (base64 in JSON).
+// A page: long names, the export mode by name, records with their bytes
+// (base64 in JSON).
 func TestDecodePage(t *testing.T) {
-	b, err := msgpack.Marshal(&contract.Page{Service: "messages", Resource: "conv/lunch", SyncToken: 7,
+	b, err := msgpack.Marshal(&contract.Page{Service: "messages", Resource: "conv/lunch", SyncToken: 7, Mode: contract.Delta,
 		Records: []contract.Record{{ID: "m1", Kind: "message", Version: 1, Data: []byte("hi")}}})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +97,8 @@ func TestDecodePage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(out), wholeToken) || !strings.Contains(string(out), `"tok":7`) || !strings.Contains(string(out), `"Data":"aGk="`) {
+	if strings.Contains(string(out), wholeToken) || !strings.Contains(string(out), `"sync_token":7`) || !strings.Contains(string(out), `"data":"aGk="`) ||
+		!strings.Contains(string(out), `"mode":"delta"`) {
 		t.Fatalf("decoded %s", out)
 	}
 }

@@ -47,7 +47,42 @@ func Schemas() map[string]map[string]any {
 
 	pg := newGen()
 	page := pg.root("cutover export page (a message of the PAGES stream)", reflect.TypeOf(contract.Page{}))
-	return map[string]map[string]any{"routing.schema.json": routing, "event.schema.json": env, "page.schema.json": page}
+	out := map[string]map[string]any{"routing.schema.json": routing, "event.schema.json": env, "page.schema.json": page}
+	for name, s := range decodedSchemas() {
+		out[name] = s
+	}
+	return out
+}
+
+// decodedSchemas are the schemas of what `cutover decode` prints (long.go).
+func decodedSchemas() map[string]map[string]any {
+	routing := newJSONGen().root("cutover routing document as `cutover decode routing` prints it", reflect.TypeOf(Routing{}))
+
+	g := newJSONGen()
+	env := g.root("cutover migration envelope as `cutover decode event` prints it", reflect.TypeOf(Event{}))
+	props := env["properties"].(map[string]any)
+	props["state"] = map[string]any{"anyOf": []any{g.ref(reflect.TypeOf(events.State{})), map[string]any{"type": "null"}}}
+	bodies := events.BodyTypes()
+	names := make([]string, 0, len(bodies))
+	for n := range bodies {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	byType := make([]any, 0, len(names))
+	types := make([]any, 0, len(names))
+	for _, n := range names {
+		types = append(types, n)
+		byType = append(byType, map[string]any{
+			"if":   map[string]any{"properties": map[string]any{"type": map[string]any{"const": n}}},
+			"then": map[string]any{"properties": map[string]any{"body": g.ref(bodies[n])}},
+		})
+	}
+	props["type"] = map[string]any{"type": "string", "enum": types}
+	env["allOf"] = byType
+	env["$defs"] = g.defs
+
+	page := newJSONGen().root("cutover export page as `cutover decode page` prints it", reflect.TypeOf(contract.Page{}))
+	return map[string]map[string]any{"routing.decoded.schema.json": routing, "event.decoded.schema.json": env, "page.decoded.schema.json": page}
 }
 
 // enums names the values of the integer enums on the wire.
@@ -58,9 +93,14 @@ var enums = map[reflect.Type][]string{
 
 type gen struct {
 	defs map[string]any
+	// json: the schema of the JSON vocabulary `cutover decode` prints
+	// (long.go), not of the msgpack map.
+	json bool
 }
 
 func newGen() *gen { return &gen{defs: map[string]any{}} }
+
+func newJSONGen() *gen { return &gen{defs: map[string]any{}, json: true} }
 
 // root returns the schema of t with its $defs.
 func (g *gen) root(title string, t reflect.Type) map[string]any {
@@ -90,8 +130,17 @@ func (g *gen) schema(t reflect.Type) map[string]any {
 	switch {
 	case t == timeType:
 		return map[string]any{"type": "string", "format": "date-time", "x-msgpack": "timestamp extension (type -1)"}
+	case t == rawType && g.json:
+		return map[string]any{"description": "an embedded value, decoded"}
 	case t == rawType:
 		return map[string]any{"x-msgpack": "an embedded msgpack value"}
+	}
+	if names, ok := enums[t]; ok && g.json {
+		vals := []any{}
+		for _, n := range names {
+			vals = append(vals, n)
+		}
+		return map[string]any{"type": "string", "enum": vals}
 	}
 	if names, ok := enums[t]; ok {
 		vals := make([]any, 0, len(names))
@@ -110,6 +159,9 @@ func (g *gen) schema(t reflect.Type) map[string]any {
 	case reflect.Struct:
 		return g.ref(t)
 	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 && g.json {
+			return map[string]any{"type": []any{"string", "null"}, "contentEncoding": "base64"}
+		}
 		if t.Elem().Kind() == reflect.Uint8 {
 			return map[string]any{"type": "string", "contentEncoding": "base64", "x-msgpack": "bin"}
 		}
@@ -126,6 +178,8 @@ func (g *gen) schema(t reflect.Type) map[string]any {
 		return map[string]any{"type": "integer", "minimum": 0}
 	case reflect.Float32, reflect.Float64:
 		return map[string]any{"type": "number"}
+	case reflect.Interface:
+		return map[string]any{}
 	}
 	return map[string]any{"x-go-type": t.String()}
 }
@@ -139,9 +193,13 @@ func (g *gen) object(t reflect.Type) map[string]any {
 		if f.doc != "" {
 			s = withDoc(s, f.doc)
 		}
-		props[f.key] = s
-		if !f.omitEmpty {
-			required = append(required, f.key)
+		key, omit := f.key, f.omitEmpty
+		if g.json {
+			key, omit = f.long, f.omitEmpty || f.jsonOmit
+		}
+		props[key] = s
+		if !omit {
+			required = append(required, key)
 		}
 	}
 	sort.Strings(required)
@@ -162,9 +220,17 @@ func withDoc(s map[string]any, doc string) map[string]any {
 }
 
 type field struct {
-	key, doc  string
-	typ       reflect.Type
-	omitEmpty bool
+	// key is the msgpack key; long the JSON name (longName).
+	key, long, doc string
+	typ            reflect.Type
+	omitEmpty      bool
+	// jsonOmit: the json tag says omitempty (the JSON vocabulary's own
+	// types, such as Routing).
+	jsonOmit bool
+	// index is the field's index sequence from the outer struct (through
+	// inlined embedded structs); sf its declaration.
+	index []int
+	sf    reflect.StructField
 }
 
 // fields yields t's encoded fields as msgpack v5 encodes them (exported
@@ -183,6 +249,7 @@ func fields(t reflect.Type) func(func(field) bool) {
 			name, opts, _ := strings.Cut(tag, ",")
 			if sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct {
 				for f := range fields(sf.Type) {
+					f.index = append([]int{i}, f.index...)
 					if !yield(f) {
 						return
 					}
@@ -192,7 +259,9 @@ func fields(t reflect.Type) func(func(field) bool) {
 			if name == "" {
 				name = sf.Name
 			}
-			f := field{key: name, typ: sf.Type, omitEmpty: strings.Contains(opts, "omitempty"), doc: sf.Name}
+			_, jopts, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			f := field{key: name, long: longName(sf), typ: sf.Type, omitEmpty: strings.Contains(opts, "omitempty"), doc: sf.Name,
+				jsonOmit: strings.Contains(jopts, "omitempty"), index: []int{i}, sf: sf}
 			if !yield(f) {
 				return
 			}

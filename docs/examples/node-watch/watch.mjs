@@ -55,6 +55,10 @@ for await (const m of sub) {
     secondary: location(d.s),
     migration_id: d.mid,
     target: d.tgt,
+    // After a swap the migration is over (migration_id is gone): the
+    // document names the migration that moved it last.
+    last_migration_id: d.lmid,
+    last_swap: d.ls ? { migration_id: d.ls.m, token: redact(d.ls.k) } : undefined,
     updated_at: d.at?.toISOString(),
   }));
 }
