@@ -43,7 +43,8 @@ func main() {
 }
 
 // Run executes one command line and returns the process exit code: 0 on
-// success, 1 on failure, 2 on a usage error. Failures print one line.
+// success, 1 on failure, 2 on a usage error or a start its pre-flight
+// refused (nothing written). Failures print one line.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
@@ -59,7 +60,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		fmt.Fprintf(stderr, "cutover %s: %v\n", args[0], err)
-		if errors.Is(err, errUsage) || errors.Is(err, system.ErrConfig) {
+		if errors.Is(err, errUsage) || errors.Is(err, system.ErrConfig) || errors.Is(err, ops.ErrPreflight) {
 			return 2
 		}
 		return 1

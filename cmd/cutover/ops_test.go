@@ -366,13 +366,83 @@ func TestOperatorCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, out, errs := run(t, "migrate", "start", "conv/ops3", "--to", "mars", "--wait", "--nats", s.nats, "--timeout", "30s")
-		if code == 0 || !strings.Contains(errs, `region "mars" is not served`) {
-			t.Fatalf("exit %d, want a refusal naming the region: %s\n%s", code, errs, out)
+		if code != 2 || !strings.Contains(errs, "unknown region mars (served: eu-west, us-east)") {
+			t.Fatalf("exit %d, want 2 and a refusal naming the region and the served ones: %s\n%s", code, errs, out)
 		}
 		oneLineErr(t, "unserved region", errs)
 		after, err := s.lk.Get(ctx, res)
 		if err != nil || after.Revision != before.Revision {
 			t.Fatalf("routing revision %d → %d (%v): a refused start wrote it", before.Revision, after.Revision, err)
+		}
+	})
+
+	// A real start runs the dry run's pre-flight and refuses at once, exit
+	// 2, writing nothing (no command, no event, no routing change): a
+	// missing resource, an unknown region, already at the target, locked
+	// by another migration; a tenant move refuses all or nothing.
+	t.Run("migrate start refused by the pre-flight", func(t *testing.T) {
+		if _, err := alice.CreateConversation(ctx, client.NewConversation{ID: "ops4", Title: "held"}); err != nil {
+			t.Fatal(err)
+		}
+		held := kvrouting.Resource{Kind: "conv", ID: "ops4"}
+		g, err := s.lk.PreLock(ctx, held, "eu-west", "m-other")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = s.lk.Release(ctx, held, g.Token, g.Doc) }()
+		streams := func() map[string]uint64 {
+			seqs := map[string]uint64{}
+			l := s.sys.JS.ListStreams(ctx)
+			for info := range l.Info() {
+				seqs[info.Config.Name] = info.State.LastSeq
+			}
+			if err := l.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return seqs
+		}
+		before := streams()
+		for _, c := range []struct {
+			name string
+			args []string
+			says string
+		}{
+			{"missing resource", []string{"migrate", "start", "conv/nope", "--to", "us-east"}, "conv/nope has no routing document"},
+			{"unknown region", []string{"migrate", "start", "conv/ops1", "--to", "ap-south"}, "unknown region ap-south (served: eu-west, us-east)"},
+			{"already at the target", []string{"migrate", "start", "conv/ops4", "--to", "us-east"}, "already at us-east"},
+			{"locked by another migration", []string{"migrate", "start", "conv/ops4", "--to", "eu-west"}, "locked by migration m-other (pre lock"},
+			{"a tenant with one bad resource", []string{"migrate", "tenant", "t9", "--to", "us-east", "--resources", "conv/ops1,conv/nope"}, "1 of 2 resources: conv/nope: conv/nope has no routing document"},
+		} {
+			code, out, errs := run(t, append(c.args, "--nats", s.nats)...)
+			if code != 2 || !strings.Contains(errs, c.says) || !strings.Contains(errs, "nothing written") || out != "" {
+				t.Fatalf("%s: exit %d, stderr %q, stdout %q; want exit 2 saying %q", c.name, code, errs, out, c.says)
+			}
+			oneLineErr(t, c.name, errs)
+		}
+		if after := streams(); !reflect.DeepEqual(before, after) {
+			t.Fatalf("a refused start wrote: streams %v → %v", before, after)
+		}
+
+		// The dry run says the same, with no check contradicting another.
+		for _, c := range []struct {
+			args  []string
+			lines []string
+		}{
+			{[]string{"conv/ops1", "--to", "ap-south"}, []string{"ok   resource exists", "FAIL target region served", "unknown region ap-south (served: eu-west, us-east)"}},
+			{[]string{"conv/ops4", "--to", "us-east"}, []string{"ok   resource exists", "ok   target region served", "FAIL not at the target", "already at us-east"}},
+		} {
+			code, out, _ := run(t, append(append([]string{"migrate", "start"}, c.args...), "--dry-run", "--nats", s.nats)...)
+			if code != 1 {
+				t.Fatalf("dry run %v: exit %d\n%s", c.args, code, out)
+			}
+			for _, want := range c.lines {
+				if !strings.Contains(out, want) {
+					t.Fatalf("dry run %v lacks %q:\n%s", c.args, want, out)
+				}
+			}
+			if n := strings.Count(out, "FAIL"); n != 1 {
+				t.Fatalf("dry run %v: %d failed checks, want the one that decides:\n%s", c.args, n, out)
+			}
 		}
 	})
 

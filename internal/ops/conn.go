@@ -103,10 +103,14 @@ func (o *conn) leaderDoc(ctx context.Context, res kvrouting.Resource) (*kvroutin
 	}
 	d, err := st.GetLeader(ctx, res)
 	if errors.Is(err, kvrouting.ErrNotFound) {
-		return nil, fmt.Errorf("%s has no routing document", res)
+		return nil, fmt.Errorf("%s has %w", res, errNoDocument)
 	}
 	return d, err
 }
+
+// errNoDocument is leaderDoc's error for a resource without a routing
+// document.
+var errNoDocument = errors.New("no routing document")
 
 // withTimeout bounds ctx by d unless d is 0.
 func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

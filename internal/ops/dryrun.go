@@ -90,27 +90,25 @@ func makePlan(ctx context.Context, r StartRequest) (Plan, error) {
 		p.Checks = append(p.Checks, PlanCheck{Name: name, OK: ok, Detail: fmt.Sprintf(format, a...)})
 		p.OK = p.OK && ok
 	}
-	d, err := o.leaderDoc(ctx, res)
-	if err != nil {
-		check("resource exists", false, "%v", err)
-		return p, nil
-	}
-	p.Source = d.Primary.Region
-	check("resource exists", true, "primary %s (routing revision %d)", d.Primary.Region, d.Revision)
-	check("not at the target", d.Primary.Region != r.Target, "primary %s, target %s", d.Primary.Region, r.Target)
-	now := time.Now()
-	if l := d.Primary.Lock; l.InForce(now, 0) || d.MigrationID != "" {
-		check("not locked", false, "%s lock until %s (migration %s)", l.Type, rfc(l.Expiry), d.MigrationID)
-	} else {
-		check("not locked", true, "no migration holds it")
-	}
-
 	eps, err := contractnats.Discover(ctx, o.nc)
 	if err != nil {
 		return Plan{}, err
 	}
+	pf, err := runPreflight(ctx, o, eps, res, r.Target)
+	if err != nil {
+		return Plan{}, err
+	}
+	p.Checks, p.OK = pf.checks, pf.ok
+	if pf.doc == nil || !pf.ok && pf.checks[len(pf.checks)-1].Name != "not locked" {
+		// No document, an unknown region or already there: the rest is moot.
+		if pf.doc != nil {
+			p.Source = pf.doc.Primary.Region
+		}
+		return p, nil
+	}
+	p.Source = pf.doc.Primary.Region
 	var atSource, atTarget []string
-	for _, ep := range eps {
+	for _, ep := range pf.eps {
 		switch ep.Region {
 		case p.Source:
 			atSource = append(atSource, ep.Service)

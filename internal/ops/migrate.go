@@ -9,6 +9,7 @@ import (
 
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/orchestrator"
+	"github.com/cutover/cutover/services/contractnats"
 )
 
 // StartRequest is `cutover migrate start`: migrate one resource.
@@ -49,7 +50,15 @@ func Start(ctx context.Context, r StartRequest, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer o.Close()
-	if err := checkServed(ctx, o, r.Target); err != nil {
+	eps, err := contractnats.Discover(ctx, o.nc)
+	if err != nil {
+		return err
+	}
+	pf, err := runPreflight(ctx, o, eps, res, r.Target)
+	if err != nil {
+		return err
+	}
+	if err := pf.refusal(res); err != nil {
 		return err
 	}
 	id, err := o.orch.Start(ctx, events.Start{Resource: res.String(), Target: r.Target})

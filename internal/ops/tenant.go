@@ -64,7 +64,7 @@ func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer)
 		return err
 	}
 	defer o.Close()
-	if err := checkServed(ctx, o, r.Target); err != nil {
+	if err := preflightAll(ctx, o, resources, r.Target); err != nil {
 		return err
 	}
 	id, err := o.orch.StartTenant(ctx, events.StartTenant{Tenant: tenant, Target: r.Target, Resources: resources, Concurrency: r.Concurrency})
