@@ -73,11 +73,14 @@ func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer)
 }
 
 func migrateStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("migrate status", "migrate status [ID] [--limit N] [--active] [--json] [--nats URL]", stdout)
+	fs := newFlags("migrate status", "migrate status [ID] [--limit N] [--active] [--json] [--nats URL]\n       migrate status ID --follow [--after SEQ] [--timeout D] [--json] [--nats URL]", stdout)
 	url := natsFlag(fs)
 	limit := fs.Int("limit", 20, "without ID: how many recent migrations to list (0 = all)")
 	active := fs.Bool("active", false, "without ID: only migrations that have not ended")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := fs.Bool("json", false, "print JSON (with --follow: one event per line, with its seq)")
+	follow := fs.Bool("follow", false, "with ID: print the migration's events as they happen, every one, until it ends (any migration, started by anyone)")
+	after := fs.Uint64("after", 0, "with --follow: resume after this event seq (the last one printed)")
+	timeout := fs.Duration("timeout", 0, "with --follow: give up following after this long (0 = never; the migration goes on)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -85,7 +88,8 @@ func migrateStatus(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := wantArgs(pos, 0, 1, "ID"); err != nil {
 		return err
 	}
-	r := ops.StatusRequest{NATS: *url, List: len(pos) == 0, Limit: *limit, Active: *active, JSON: *asJSON}
+	r := ops.StatusRequest{NATS: *url, List: len(pos) == 0, Limit: *limit, Active: *active, JSON: *asJSON,
+		Follow: *follow, After: *after, Timeout: *timeout}
 	if !r.List {
 		r.ID = pos[0]
 	}

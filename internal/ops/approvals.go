@@ -142,7 +142,7 @@ func awaitOutcome(ctx context.Context, o *conn, aid string, timeout time.Duratio
 	defer cancel()
 	var got *events.Envelope
 	var seq uint64
-	err := followEvents(wctx, o.js, aid, stderr, func(s uint64, e *events.Envelope) bool {
+	err := followEvents(wctx, o, aid, 0, stderr, func(s uint64, e *events.Envelope) bool {
 		got, seq = e, s
 		return true
 	})

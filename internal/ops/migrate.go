@@ -153,7 +153,7 @@ func followMigration(ctx context.Context, o *conn, id string, timeout time.Durat
 	var last *events.State
 	var t0 time.Time
 	prev := events.Phase("")
-	err := followEvents(ctx, o.js, id, stderr, func(seq uint64, e *events.Envelope) bool {
+	err := followEvents(ctx, o, id, 0, stderr, func(seq uint64, e *events.Envelope) bool {
 		if e.State == nil {
 			return false
 		}
@@ -161,7 +161,7 @@ func followMigration(ctx context.Context, o *conn, id string, timeout time.Durat
 			t0 = e.Time
 		}
 		st := e.State
-		if st.Phase != prev || notable(e.Type) {
+		if asJSON || st.Phase != prev || notable(e.Type) { // JSON: every event
 			if asJSON {
 				_ = writeJSONLine(stdout, toEventJSON(seq, e))
 			} else {

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -26,6 +27,13 @@ type StatusRequest struct {
 	Active bool
 	// JSON prints JSON.
 	JSON bool
+	// Follow prints migration ID's events as they happen, every one, until
+	// it ends; After resumes after that stream sequence (the "seq" of the
+	// last event printed), 0 from the first.
+	Follow bool
+	After  uint64
+	// Timeout bounds Follow (0: none; the migration goes on).
+	Timeout time.Duration
 }
 
 // Status prints migration r.ID's state (waiting up to 2 s for a
@@ -45,11 +53,17 @@ func Status(ctx context.Context, r StatusRequest, stdout io.Writer) error {
 	if r.Limit < 0 {
 		return fmt.Errorf("%w: --limit must be >= 0", ErrUsage)
 	}
+	if r.Follow && r.List {
+		return fmt.Errorf("%w: --follow needs a migration ID", ErrUsage)
+	}
 	o, err := dial(ctx, r.NATS)
 	if err != nil {
 		return err
 	}
 	defer o.Close()
+	if r.Follow {
+		return follow(ctx, o, r, stdout)
+	}
 	if !r.List {
 		st, seq, err := awaitMigration(ctx, o, r.ID, 2*time.Second)
 		if err != nil {
@@ -123,4 +137,50 @@ func adminAudit(e *events.Envelope) bool {
 		return true
 	}
 	return false
+}
+
+// follow is `migrate status ID --follow`: every event of the migration after
+// r.After as it happens (a JSON line each with its "seq", or a line of
+// text), until the migration ends, r.Timeout passes, or the NATS
+// connection is lost (an error, never a hang). Anyone may follow any
+// migration, however it was started.
+func follow(ctx context.Context, o *conn, r StatusRequest, stdout io.Writer) error {
+	st, seq, err := awaitMigration(ctx, o, r.ID, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	if st.Status.Terminal() && seq <= r.After { // nothing after it: it has ended
+		if !r.JSON {
+			fmt.Fprintln(stdout, summaryLine(st))
+		}
+		return nil
+	}
+	ctx, cancel := withTimeout(ctx, r.Timeout)
+	defer cancel()
+	var last *events.State
+	var t0 time.Time
+	err = followEvents(ctx, o, r.ID, r.After, io.Discard, func(seq uint64, e *events.Envelope) bool {
+		if t0.IsZero() {
+			t0 = e.Time
+		}
+		if r.JSON {
+			_ = writeJSONLine(stdout, toEventJSON(seq, e))
+		} else {
+			fmt.Fprintf(stdout, "%6d  %s\n", seq, eventLine(e, t0))
+		}
+		if e.State != nil {
+			last = e.State
+		}
+		return last != nil && last.Status.Terminal() && e.State != nil
+	})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("migration %s still running after %s; it goes on", r.ID, r.Timeout)
+		}
+		return err
+	}
+	if !r.JSON && last != nil {
+		fmt.Fprintln(stdout, summaryLine(last))
+	}
+	return nil
 }

@@ -78,7 +78,7 @@ func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer)
 	fctx, cancel := withTimeout(ctx, r.Timeout)
 	defer cancel()
 	var last *events.State
-	err = followEvents(fctx, o.js, id, stderr, func(_ uint64, e *events.Envelope) bool {
+	err = followEvents(fctx, o, id, 0, stderr, func(_ uint64, e *events.Envelope) bool {
 		if e.State == nil || e.State.Fanout == nil {
 			return false
 		}
