@@ -3,48 +3,26 @@ package kvrouting
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/internal/testutil"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/nats/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// fakeClock is an injectable clock that tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type env struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	store *Store
-	clock *fakeClock
+	clock *testutil.Clock
 	lk    *Locker
 }
 
 // testLockConfig uses short leases measured on the fake clock.
-func testLockConfig(c *fakeClock) LockConfig {
+func testLockConfig(c *testutil.Clock) LockConfig {
 	return LockConfig{
 		PreLockLease: time.Hour, HardDeleteLease: 10 * time.Minute, WriteLease: time.Minute,
 		MaxLease: 3 * time.Hour, SecondaryLease: 24 * time.Hour, ConvergenceDelay: 30 * time.Second,
@@ -72,7 +50,7 @@ func mustEnvURL(tb testing.TB, url string, replicas int) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := newFakeClock()
+	c := testutil.NewClock()
 	lk, err := NewLocker(st, testLockConfig(c))
 	if err != nil {
 		tb.Fatal(err)

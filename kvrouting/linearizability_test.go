@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/cutover/cutover/internal/testutil"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/nats/natstest"
 )
@@ -415,7 +416,7 @@ func waitFor(ctx context.Context, cond func() bool) {
 // clients both told they hold the pre-lock, or a read that misses an
 // acknowledged write, are not linearizable.
 func TestLinearizabilityModelRejects(t *testing.T) {
-	clk := newFakeClock()
+	clk := testutil.NewClock()
 	cfg := testLockConfig(clk)
 	cfg.ConvergenceDelay, cfg.ClockSkew = 0, 0
 	cfg.EnsureDefaults()

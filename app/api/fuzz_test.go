@@ -22,6 +22,7 @@ import (
 
 	"github.com/cutover/cutover/app/api"
 	"github.com/cutover/cutover/app/chat"
+	"github.com/cutover/cutover/internal/testutil"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/nats/natstest"
@@ -171,7 +172,7 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 	if err != nil {
 		tb.Fatalf("kvrouting.NewStore: %v", err)
 	}
-	c := newClock()
+	c := testutil.NewTickingClock(time.Microsecond) // distinct creation times, as in newEnv
 	lk, err := kvrouting.NewLocker(rs, kvrouting.LockConfig{
 		PreLockLease: time.Hour, HardDeleteLease: 10 * time.Minute, WriteLease: time.Hour,
 		MaxLease: 3 * time.Hour, SecondaryLease: 24 * time.Hour, ClockSkew: skew, Clock: c.Now, FenceConvergence: true,

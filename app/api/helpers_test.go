@@ -11,41 +11,18 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cutover/cutover/app/api"
 	"github.com/cutover/cutover/app/chat"
+	"github.com/cutover/cutover/internal/testutil"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/nats/natstest"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
 )
-
-// clock is a fake clock shared by the locker, the resolver and the stores.
-// Every reading moves it on by a microsecond, so records get distinct,
-// increasing creation times; tests jump it with Advance.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Microsecond)
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 const (
 	regionA   = "region-a"
@@ -72,8 +49,11 @@ type envOptions struct {
 // env is one embedded NATS server with the ROUTING bucket, two chat
 // regions on in-memory Pebble, and the API over real HTTP.
 type env struct {
-	t       *testing.T
-	clock   *clock
+	t *testing.T
+	// clock is shared by the locker, the resolver and the stores. Every
+	// reading moves it on by a microsecond, so records get distinct,
+	// increasing creation times; tests jump it with Advance.
+	clock   *testutil.Clock
 	regions map[string]*chat.Region
 	locker  *kvrouting.Locker
 	rv      *kvrouting.Resolver
@@ -96,7 +76,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if err != nil {
 		t.Fatalf("kvrouting.NewStore: %v", err)
 	}
-	c := newClock()
+	c := testutil.NewTickingClock(time.Microsecond)
 	lk, err := kvrouting.NewLocker(rs, kvrouting.LockConfig{
 		PreLockLease: time.Hour, HardDeleteLease: 10 * time.Minute, WriteLease: time.Minute,
 		MaxLease: 3 * time.Hour, SecondaryLease: 24 * time.Hour, ConvergenceDelay: 0, FenceConvergence: true,

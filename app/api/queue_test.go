@@ -12,6 +12,7 @@ import (
 
 	"github.com/cutover/cutover/app/api"
 	"github.com/cutover/cutover/app/chat"
+	"github.com/cutover/cutover/internal/testutil"
 	"github.com/cutover/cutover/kvrouting"
 	"github.com/cutover/cutover/services/contract"
 )
@@ -34,18 +35,6 @@ func (e *env) postAsync(conv, id string) <-chan resp {
 		out <- resp{status: res.StatusCode, header: res.Header, body: body}
 	}()
 	return out
-}
-
-// waitFor polls cond until it holds (a generous deadline: a loaded box).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func queuedMs(t *testing.T, r resp) int64 {
@@ -73,7 +62,7 @@ func TestQueuedWriteRidesOutTheWriteLock(t *testing.T) {
 	tok, doc := e.lockTo(res, regionB, "write")
 
 	got := e.postAsync("q", "m2")
-	waitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
+	testutil.WaitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
 	select {
 	case r := <-got:
 		t.Fatalf("answered under the write lock: %s", r)
@@ -116,7 +105,7 @@ func TestQueuedWriteAppliedAfterARollback(t *testing.T) {
 	res := kvrouting.Resource{Kind: chat.KindConversation, ID: "rb"}
 	tok, doc := e.lockTo(res, regionB, "write")
 	got := e.postAsync("rb", "m1")
-	waitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
+	testutil.WaitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
 	if _, err := e.locker.Release(context.Background(), res, tok, doc); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +140,7 @@ func TestQueueTimeoutAndOverflow(t *testing.T) {
 	e2.createConv("of", "ann")
 	tok, doc := e2.lockTo(kvrouting.Resource{Kind: chat.KindConversation, ID: "of"}, regionB, "write")
 	first := e2.postAsync("of", "m1")
-	waitFor(t, "the first write to be parked", func() bool { return e2.api.QueueStats().Queued == 1 })
+	testutil.WaitFor(t, "the first write to be parked", func() bool { return e2.api.QueueStats().Queued == 1 })
 	r = e2.must(e2.do(req{method: "POST", path: "/v1/conversations/of/messages", auth: user("ann"),
 		body: map[string]any{"id": "m2", "text": "overflow"}}), 423)
 	if v := r.header.Get(api.QueuedHeader); v != "" {
@@ -189,7 +178,7 @@ func TestParkedWriteRunsWhenTheWriteLockExpires(t *testing.T) {
 	_, doc := e.lockTo(res, regionB, "write")
 	e.authorize("conv/ex", regionA, doc) // the source's write fence
 	got := e.postAsync("ex", "m1")
-	waitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
+	testutil.WaitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
 	e.clock.Advance(time.Hour) // the write lock's lease, the fence's Until: over
 	r := <-got
 	if r.status != http.StatusCreated || r.header.Get(api.ServedByHeader) != regionA {
@@ -211,7 +200,7 @@ func TestParkedWriteAfterAReleaseBeforeTheFenceClears(t *testing.T) {
 	tok, doc := e.lockTo(res, regionB, "write")
 	e.authorize("conv/rf", regionA, doc)
 	got := e.postAsync("rf", "m1")
-	waitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
+	testutil.WaitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
 	if _, err := e.locker.Release(context.Background(), res, tok, doc); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +219,7 @@ func TestParkedRefusalHasAFreshRetryAfter(t *testing.T) {
 	res := kvrouting.Resource{Kind: chat.KindConversation, ID: "ra"}
 	e.lockTo(res, regionB, "write")
 	got := e.postAsync("ra", "m1")
-	waitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
+	testutil.WaitFor(t, "the write to be parked", func() bool { return e.api.QueueStats().Queued == 1 })
 	e.clock.Advance(2400 * time.Millisecond) // the lock is 2.4 s old; its lease is a minute
 	r := <-got
 	if r.status != http.StatusLocked {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/app/client"
+	"github.com/cutover/cutover/internal/testutil"
 )
 
 // fakeAPI is a small in-memory stand-in for services/api, implementing just
@@ -442,23 +443,15 @@ func (f *fakeAPI) routing(w http.ResponseWriter, r *http.Request) {
 // fakeClock is a Clock whose Sleep returns at once, advancing Now by the
 // requested duration and recording it.
 type fakeClock struct {
+	*testutil.Clock
 	mu      sync.Mutex
-	now     time.Time
 	sleeps  []time.Duration
 	onSleep func(n int) // called after the n-th sleep (1-based) is recorded
 }
 
 var _ client.Clock = (*fakeClock)(nil)
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
+func newFakeClock() *fakeClock { return &fakeClock{Clock: testutil.NewClock()} }
 
 func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
@@ -466,7 +459,7 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	c.mu.Lock()
 	c.sleeps = append(c.sleeps, d)
-	c.now = c.now.Add(d)
+	c.Advance(d)
 	n, hook := len(c.sleeps), c.onSleep
 	c.mu.Unlock()
 	if hook != nil {

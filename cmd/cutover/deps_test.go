@@ -44,6 +44,26 @@ func TestBinaryDoesNotLinkTesting(t *testing.T) {
 	}
 }
 
+// TestTestutilOnlyInTests: internal/testutil imports package testing, so
+// only _test.go files may import it; a package's own files never do.
+func TestTestutilOnlyInTests(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not on PATH")
+	}
+	const testutil = "github.com/cutover/cutover/internal/testutil"
+	out, err := exec.Command(gobin, "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) > 0 && slices.Contains(f[1:], testutil) {
+			t.Errorf("%s imports %s outside its tests", f[0], testutil)
+		}
+	}
+}
+
 // TestLibrariesDoNotLinkTheServer: the packages a downstream service
 // imports — the routing library, the SDK, the event types, the contract,
 // the orchestrator client, the projector, the NATS contract transport —

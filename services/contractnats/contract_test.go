@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/cutover/cutover/internal/testutil"
 	"github.com/cutover/cutover/services"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
@@ -594,7 +595,7 @@ func TestServeStopsWithContext(t *testing.T) {
 		t.Fatalf("Digests while serving: %v", err)
 	}
 	cancel()
-	poll(t, 5*time.Second, "server stops", func() bool {
+	testutil.WaitFor(t, "the server to stop", func() bool {
 		_, err := c.Digests(t.Context(), res, contract.Authority{})
 		var se *contract.Error
 		return errors.As(err, &se) && se.Code == contract.CodeUnavailable

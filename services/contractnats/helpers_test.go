@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/nats-io/nats.go"
@@ -179,17 +178,4 @@ func (r remote) ReadSlice(ctx context.Context, res string, from, to int64) ([]co
 
 func (r remote) Cleanup(ctx context.Context, res string, a contract.Authority) (int, error) {
 	return r.c.Cleanup(ctx, res, a)
-}
-
-// poll calls ok every few milliseconds until it returns true or the
-// deadline passes.
-func poll(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

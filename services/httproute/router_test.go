@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/cutover/cutover/internal/testutil"
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
 	"github.com/cutover/cutover/nats/natstest"
@@ -218,13 +219,7 @@ func TestQueuedWriteRunsAfterTheSwap(t *testing.T) {
 	tok, doc := n.lock(res)
 	got := make(chan answer, 1)
 	go func() { got <- n.do("POST", "/v1/notebooks/nb1/notes/q", "parked") }()
-	deadline := time.Now().Add(time.Minute)
-	for n.rt.QueueStats().Queued == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the write was never parked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "the write to be parked", func() bool { return n.rt.QueueStats().Queued != 0 })
 	if _, err := n.locker.Swap(context.Background(), res, tok, doc); err != nil {
 		t.Fatal(err)
 	}

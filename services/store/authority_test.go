@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/internal/testutil"
 	"github.com/cutover/cutover/services/contract"
 )
 
@@ -14,7 +15,7 @@ import (
 // Retry-After, the authority held afterwards, and that a refusal writes
 // nothing while an allowed operation does what it does.
 func TestAdmitTableThroughTheStore(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	s := MustOpenMem(t, clock)
 	cases, err := contract.AdmitCases(clock.Now())
 	if err != nil {
@@ -99,7 +100,7 @@ func TestAdmitTableThroughTheStore(t *testing.T) {
 // reset's own authority (importing at revision 12) is what refuses it:
 // nothing else needs to have reached the store.
 func TestResetRefusesReadsRoutedBeforeIt(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	s := MustOpenMem(t, clock)
 	MustPut(t, s, res, rec("m1", "message", "hello"), true)
 	writeLocked := exporting(7, clock.Now().Add(time.Minute))
@@ -128,7 +129,7 @@ func TestResetRefusesReadsRoutedBeforeIt(t *testing.T) {
 // TestRefusalWritesNothing: a refused operation leaves the authority record
 // as it was, even when its stamp is newer (a write under the write fence).
 func TestRefusalWritesNothing(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	s := MustOpenMem(t, clock)
 	MustPut(t, s, res, rec("m1", "message", "x"), true)
 	MustAuthorize(t, s, res, role(5, contract.RolePrimary))
@@ -145,7 +146,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 // tombstones (each beats an older live copy that a late page may still
 // bring) and removes them once the target is the primary.
 func TestImportingKeepsItsTombstones(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	s := MustOpenMem(t, clock, func(o *Options) { o.TombstoneTTL = time.Minute })
 	ts := Record{ID: "gone", Kind: "message", Version: 2, CreatedAt: 1, Deleted: true, DeletedAt: clock.Now().UnixNano()}
 	if _, _, err := s.Import(res, importing(3), false, []Record{ts}); err != nil {
@@ -169,7 +170,7 @@ func TestImportingKeepsItsTombstones(t *testing.T) {
 // whatever the record holds, a higher revision included (a routing stream
 // recreated), and refuses a malformed one.
 func TestRepairReplacesAnyRecord(t *testing.T) {
-	s := MustOpenMem(t, newFakeClock())
+	s := MustOpenMem(t, testutil.NewClock())
 	MustAuthorize(t, s, res, role(900, contract.RoleSecondary))
 	prev, err := s.Repair(res, role(3, contract.RolePrimary))
 	if err != nil || prev != role(900, contract.RoleSecondary) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/internal/testutil"
 	"github.com/cutover/cutover/services/contract"
 )
 
@@ -16,7 +17,7 @@ import (
 // export started after the fence is final (paper 001 §4.6, DESIGN.md "Two
 // layers of enforcement").
 func TestWriteFenceIsABarrier(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	s := MustOpenMem(t, clock)
 	const writers = 8
 	var (
@@ -63,14 +64,14 @@ func TestWriteFenceIsABarrier(t *testing.T) {
 			}
 		}(w)
 	}
-	waitFor(t, func() bool { return MustToken(t, s, res) >= 200 })
+	testutil.WaitFor(t, "200 committed changes", func() bool { return MustToken(t, s, res) >= 200 })
 	MustAuthorize(t, s, res, exporting(2, clock.Now().Add(5*time.Minute)))
 	fenced.Store(true)
 	atFence := MustToken(t, s, res)
 	digests := MustDigests(t, s, res)
 	live, tomb := MustCount(t, s, res)
 
-	waitFor(t, func() bool { return refusals.Load() >= 200 })
+	testutil.WaitFor(t, "200 refusals", func() bool { return refusals.Load() >= 200 })
 	stop.Store(true)
 	wg.Wait()
 	if v := violation.Load(); v != nil {
@@ -94,7 +95,7 @@ func TestWriteFenceIsABarrier(t *testing.T) {
 // checks the indexes stay consistent: the tombstones of written resources
 // are swept, those of importing ones kept.
 func TestConcurrentResourcesAndSweep(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	s := MustOpenMem(t, clock, func(o *Options) { o.TombstoneTTL = time.Millisecond })
 	var wg sync.WaitGroup
 	errc := make(chan error, 16)
@@ -158,17 +159,5 @@ func TestConcurrentResourcesAndSweep(t *testing.T) {
 		live, tomb = MustCount(t, s, imp)
 		assertEqual(t, imp+" counts", [2]int{live, tomb}, [2]int{2 * 15, 2 * 15})
 		assertEqual(t, imp+" digests", MustDigests(t, s, imp), recomputeDigests(t, s, imp))
-	}
-}
-
-// waitFor polls cond with a deadline instead of sleeping a fixed time.
-func waitFor(tb testing.TB, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatal("condition not reached before the deadline")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/cutover/cutover/internal/testutil"
 	"github.com/cutover/cutover/services/contract"
 	"io"
 	stdlog "log"
@@ -19,7 +20,7 @@ import (
 // to a real directory, closes and reopens, and finds all of it.
 func TestDurableAcrossReopen(t *testing.T) {
 	dir := t.TempDir()
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	open := func(mod ...func(*Options)) (*Store, error) {
 		opts := Options{Dir: dir, Clock: clock.Now, TombstoneTTL: time.Hour}
 		for _, m := range mod {

@@ -4,39 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/cutover/cutover/internal/testutil"
 	"github.com/cutover/cutover/services/contract"
 )
 
-// fakeClock is an injectable clock that tests advance by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // MustOpenMem opens a store on a fresh in-memory filesystem.
-func MustOpenMem(tb testing.TB, clock *fakeClock, mod ...func(*Options)) *Store {
+func MustOpenMem(tb testing.TB, clock *testutil.Clock, mod ...func(*Options)) *Store {
 	tb.Helper()
 	opts := Options{FS: vfs.NewMem()}
 	if clock != nil {

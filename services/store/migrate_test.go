@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/internal/testutil"
 	"github.com/cutover/cutover/services/contract"
 )
 
@@ -37,7 +38,7 @@ func copyChanges(tb testing.TB, src, dst *Store, r string, afterSeq, uptoSeq uin
 }
 
 func TestChangesHistoricalDeltaSplit(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	s := MustOpenMem(t, clock)
 	for i := 1; i <= 5; i++ {
 		MustPut(t, s, res, rec(name(i), "message", "v1"), true)
@@ -94,7 +95,7 @@ func TestResurrectionScenario(t *testing.T) {
 	for _, fenced := range []bool{true, false} {
 		name := map[bool]string{true: "hard-delete fence", false: "no fence (the bug)"}[fenced]
 		t.Run(name, func(t *testing.T) {
-			clock := newFakeClock()
+			clock := testutil.NewClock()
 			src := MustOpenMem(t, clock)
 			dst := MustOpenMem(t, clock)
 			MustPut(t, src, res, rec("M", "message", "hello, personal data"), true)
@@ -134,7 +135,7 @@ func TestResurrectionScenario(t *testing.T) {
 }
 
 func TestImportIdempotent(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	src := MustOpenMem(t, clock)
 	// A history with creates, updates, a tombstone and records sharing slices.
 	for i := 0; i < 40; i++ {
@@ -238,7 +239,7 @@ func idx(id string) int {
 }
 
 func TestImportRules(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	s := MustOpenMem(t, clock)
 	live := func(v uint64, data string) Record {
 		return Record{ID: "r", Kind: "message", Version: v, CreatedAt: 100, UpdatedAt: 200, Data: []byte(data), Refs: []string{"media/a"}}
@@ -314,7 +315,7 @@ func TestImportRules(t *testing.T) {
 }
 
 func TestDigestsCompareStores(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	src := MustOpenMem(t, clock)
 	for i := 0; i < 300; i++ {
 		MustPut(t, src, res, Record{ID: name(i), Kind: "message", Data: []byte(name(i) + " body")}, true)
@@ -393,7 +394,7 @@ func differingSlices(a, b []SliceDigest) []int64 {
 }
 
 func TestSweepTombstones(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	s := MustOpenMem(t, clock, func(o *Options) { o.TombstoneTTL = time.Hour })
 	// 600 tombstones over three resources: more than one sweep chunk.
 	resources := []string{"conv/a", "conv/b", "conv/c"}

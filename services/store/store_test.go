@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"github.com/cutover/cutover/internal/testutil"
 	"github.com/cutover/cutover/services/contract"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 const res = "conv/abc"
 
 func TestPutGetUpdateDelete(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	s := MustOpenMem(t, clock)
 
 	t.Run("create", func(t *testing.T) {
@@ -75,7 +76,7 @@ func TestPutGetUpdateDelete(t *testing.T) {
 }
 
 func TestValidation(t *testing.T) {
-	s := MustOpenMem(t, newFakeClock())
+	s := MustOpenMem(t, testutil.NewClock())
 	long := strings.Repeat("a", 129)
 	cases := []struct {
 		name string
@@ -126,7 +127,7 @@ func TestValidation(t *testing.T) {
 }
 
 func TestListPaging(t *testing.T) {
-	s := MustOpenMem(t, newFakeClock())
+	s := MustOpenMem(t, testutil.NewClock())
 	// Kinds interleaved, several records sharing a CreatedAt, ids that are
 	// prefixes of one another.
 	var want []string
@@ -235,7 +236,7 @@ func TestCursors(t *testing.T) {
 }
 
 func TestCleanup(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock()
 	s := MustOpenMem(t, clock, func(o *Options) { o.TombstoneTTL = time.Hour })
 	other := res + "d" // shares a byte prefix with res
 	for i := 0; i < 10; i++ {
@@ -287,13 +288,13 @@ func TestCleanup(t *testing.T) {
 }
 
 func TestCorruptValuesDoNotPanic(t *testing.T) {
-	s := MustOpenMem(t, newFakeClock())
+	s := MustOpenMem(t, testutil.NewClock())
 	MustPut(t, s, res, rec("m1", "message", "x"), true)
 	// A bin32 header announcing 4 GiB, then nothing.
 	huge := []byte{0x81, 0xa1, 'b', 0xc6, 0xff, 0xff, 0xff, 0xff}
 	hugeStr := []byte{0x81, 0xa1, 'b', 0xdb, 0xff, 0xff, 0xff, 0xff}
 	for _, garbage := range [][]byte{{0xc1}, {0xff, 0x00}, huge, hugeStr, {}} {
-		for _, key := range [][]byte{recordKey(res, "m1"), authorityKey(res), stateKey(res), digestKey(res, s.SliceOf(newFakeClock().Now().UnixNano()))} {
+		for _, key := range [][]byte{recordKey(res, "m1"), authorityKey(res), stateKey(res), digestKey(res, s.SliceOf(testutil.NewClock().Now().UnixNano()))} {
 			if err := s.db.Set(key, garbage, pebble.Sync); err != nil {
 				t.Fatal(err)
 			}
