@@ -285,4 +285,3 @@ func percentiles(v []float64) Pct {
 	avg, q, mx := bench.Quantiles(v, 0.50, 0.75, 0.99)
 	return Pct{Avg: avg, P50: q[0], P75: q[1], P99: q[2], Max: mx}
 }
-
