@@ -210,3 +210,15 @@ func TestRunSmall(t *testing.T) {
 		}
 	}
 }
+
+// TestFailLine: the report's last line names each failure apart; printed
+// as a Go slice, "1 lost acknowledged writes write fence 10600 ms ..."
+// ran two failures together.
+func TestFailLine(t *testing.T) {
+	var b bytes.Buffer
+	badReport().Print(&b)
+	want := "FAIL: " + strings.Join(badReport().Failures(), "; ") + "\n"
+	if !strings.HasSuffix(b.String(), want) {
+		t.Errorf("last line of\n%s\nwant %q", b.String(), want)
+	}
+}
