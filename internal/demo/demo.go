@@ -58,10 +58,35 @@ type Options struct {
 // PrivatePostgres asks Run for a private PostgreSQL server.
 const PrivatePostgres = "private"
 
+// Validate reports options the demo cannot run, as an error wrapping
+// system.ErrConfig (the command's usage error): fewer than one
+// conversation, client, migration in flight or message in a large
+// conversation, a cluster of other than 1 or 3 nodes, negative raw clients
+// or resolver TTL, a convergence other than fence, ttl or "" (fence).
+func (o Options) Validate() error {
+	switch {
+	case o.Conversations < 1 || o.Clients < 1 || o.Concurrency < 1 || o.BigSize < 1:
+		return fmt.Errorf("%w: conversations, clients, concurrency and big must be >= 1", system.ErrConfig)
+	case o.Cluster != 1 && o.Cluster != 3:
+		return fmt.Errorf("%w: cluster must be 1 or 3", system.ErrConfig)
+	case o.RawClients < 0:
+		return fmt.Errorf("%w: raw clients must be >= 0", system.ErrConfig)
+	case o.Convergence != "" && o.Convergence != "fence" && o.Convergence != "ttl":
+		return fmt.Errorf("%w: convergence must be fence or ttl (or empty: fence)", system.ErrConfig)
+	case o.ResolverTTL < 0:
+		return fmt.Errorf("%w: resolver TTL must be >= 0", system.ErrConfig)
+	}
+	return nil
+}
+
 // Run runs the demo, printing progress to stdout (milestones) and stderr
 // (counters), and returns its report; the caller prints it and fails on
-// Report.Failures.
+// Report.Failures. It refuses options that fail Validate before starting
+// anything.
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	// One process, loopback only: development identities (the gateway's

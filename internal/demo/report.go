@@ -3,6 +3,7 @@ package demo
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/cutover/cutover/internal/check"
 	"github.com/cutover/cutover/internal/workload"
@@ -115,6 +116,6 @@ func (r *Report) Print(w io.Writer) {
 	if bad := r.Failures(); len(bad) == 0 {
 		p("\nOK: every invariant holds")
 	} else {
-		p("\nFAIL: %v", bad)
+		p("\nFAIL: %s", strings.Join(bad, "; "))
 	}
 }
