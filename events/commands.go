@@ -1,5 +1,7 @@
 package events
 
+import "time"
+
 // Command type names (the last token of cutover.cmd.<type>).
 const (
 	TypeStart        = "start"
@@ -26,6 +28,10 @@ type Start struct {
 	// MigrationID, when set, is the id to use (callers that need to know it
 	// up front); otherwise it is derived from the command id.
 	MigrationID string `msgpack:"mid,omitempty"`
+	// MaxWriteBlock is the write-block budget: Phase 3 rolls back rather
+	// than hold the resource's writes longer (0: the write lease bounds
+	// it).
+	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
 }
 
 // StartTenant fans a tenant's resources out into one migration each, at
@@ -37,6 +43,8 @@ type StartTenant struct {
 	Concurrency int      `msgpack:"conc,omitempty"`
 	// MigrationID, when set, is the tenant migration's id.
 	MigrationID string `msgpack:"mid,omitempty"`
+	// MaxWriteBlock is every child's write-block budget (Start).
+	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
 }
 
 // Cancel rolls a migration back (before its swap) and fails it.

@@ -47,6 +47,8 @@ type Requested struct {
 	Attempt     int    `msgpack:"attempt"`
 	MaxAttempts int    `msgpack:"max"`
 	Token       string `msgpack:"tok"`
+	// MaxWriteBlock is the write-block budget (Start.MaxWriteBlock).
+	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
 }
 
 // PreLocked records the pre-lock (paper 001 Algorithm 1 line 2).
@@ -189,6 +191,10 @@ type Figures struct {
 	TotalMs      int64 `msgpack:"total"`
 	Attempts     int   `msgpack:"attempts"`
 	Records      int   `msgpack:"recs"`
+	// WriteBlockedMs is how long the resource's writes were blocked over
+	// every attempt (State.WriteBlocked): the successful one's write lock
+	// and those of attempts rolled back in Phase 3.
+	WriteBlockedMs int64 `msgpack:"wblk,omitempty"`
 }
 
 // CleanedUp records that the source data was deleted after the window.
@@ -240,6 +246,8 @@ type TenantStarted struct {
 	Target      string   `msgpack:"tgt"`
 	Resources   []string `msgpack:"res"`
 	Concurrency int      `msgpack:"conc"`
+	// MaxWriteBlock is every child's write-block budget.
+	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
 }
 
 // TenantProgress records a child started or finished by a tenant fan-out.

@@ -73,6 +73,8 @@ type TenantState struct {
 	Dropped     int           `msgpack:"dropped"`
 	// LastStart is the last start time per rate-limit partition.
 	LastStart []time.Time `msgpack:"last,omitempty"`
+	// MaxWriteBlock is every child's write-block budget.
+	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
 }
 
 // Finished is how many children have ended.
@@ -128,6 +130,13 @@ type State struct {
 	// Fanout is set on a tenant fan-out aggregate.
 	Fanout *TenantState `msgpack:"tstate,omitempty"`
 	// Events counts the events folded so far.
+	// MaxWriteBlock is the write-block budget (Requested); 0: the write
+	// lease. WriteBlocked is how long the resource's writes have been
+	// blocked over every attempt: from each write lock to its swap or its
+	// rollback.
+	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
+	WriteBlocked  time.Duration `msgpack:"wblk,omitempty"`
+
 	Events int `msgpack:"n"`
 }
 

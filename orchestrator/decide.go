@@ -109,8 +109,14 @@ func nextAction(st *events.State, now time.Time, lim limits) decision {
 		if writeLockExpired(st, now, lim.skew) {
 			return rollback("write lock expired")
 		}
+		if why := budgetSpent(st, now); why != "" {
+			return rollback(why)
+		}
 		return act(actDelta)
 	case events.PhaseValidated:
+		if why := budgetSpent(st, now); why != "" {
+			return rollback(why)
+		}
 		return act(actSwap)
 	case events.PhaseSwapped:
 		return act(actScheduleCleanup)
@@ -142,6 +148,21 @@ func writeLocked(p events.Phase) bool {
 		return true
 	}
 	return false
+}
+
+// budgetSpent says why st's writes have been blocked for its whole
+// write-block budget by now ("" while not, or without a budget): Phase 3
+// then rolls back rather than hold them longer (the budget is a bound the
+// caller chose, below the write lease that bounds them anyway).
+func budgetSpent(st *events.State, now time.Time) string {
+	if st.MaxWriteBlock <= 0 || st.WriteLockedAt.IsZero() {
+		return ""
+	}
+	held := now.Sub(st.WriteLockedAt)
+	if held < st.MaxWriteBlock {
+		return ""
+	}
+	return fmt.Sprintf("write-block budget %s spent (writes blocked %s)", st.MaxWriteBlock, held.Round(time.Millisecond))
 }
 
 // writeLockExpired reports whether st's write lock has reached its expiry

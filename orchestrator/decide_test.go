@@ -94,6 +94,12 @@ func setColumn(st *events.State, col string, now time.Time) error {
 		var d time.Duration
 		d, err = time.ParseDuration(strings.TrimPrefix(val, "+"))
 		st.LockExpiry = now.Add(d)
+	case "budget":
+		st.MaxWriteBlock, err = time.ParseDuration(val)
+	case "wlocked":
+		var d time.Duration
+		d, err = time.ParseDuration(strings.TrimPrefix(val, "+"))
+		st.WriteLockedAt = now.Add(d)
 	case "source":
 		st.Source = strings.TrimPrefix(val, "none")
 	case "resource":

@@ -38,6 +38,9 @@ func (w *Worker) cutover(ctx context.Context, st *events.State, res kvrouting.Re
 	if w.writeExpired(st, w.cfg.Clock()) && v.OK {
 		return w.rollback(ctx, st, res, "write lock expired")
 	}
+	if why := budgetSpent(st, w.cfg.Clock()); why != "" && v.OK {
+		return w.rollback(ctx, st, res, why)
+	}
 	if !v.OK {
 		return outcome{body: v}
 	}
@@ -234,5 +237,6 @@ func figures(st *events.State, now time.Time) events.Figures {
 		PreLockMs: ms(st.AttemptAt, st.ConvergedAt), HistoricalMs: ms(st.HardDeleteAt, st.WriteLockedAt),
 		WriteLockMs: ms(st.WriteLockedAt, st.SwappedAt), CutoverMs: ms(st.SwappedAt, now),
 		TotalMs: ms(st.RequestedAt, now), Attempts: st.Attempt, Records: recs,
+		WriteBlockedMs: st.WriteBlocked.Milliseconds(),
 	}
 }

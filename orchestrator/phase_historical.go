@@ -120,7 +120,7 @@ func (w *Worker) startChild(ctx context.Context, st *events.State) (outcome, boo
 		return outcome{}, false
 	}
 	child := st.PendingChildren[0]
-	cmd := events.Start{Resource: child, Target: st.Target, Parent: st.ID, Tenant: st.Tenant}
+	cmd := events.Start{Resource: child, Target: st.Target, Parent: st.ID, Tenant: st.Tenant, MaxWriteBlock: st.MaxWriteBlock}
 	cmd.MigrationID = startID("", cmd)
 	if err := sendCommand(ctx, w.js, DeriveID("child-cmd", st.ID, child, st.Token), st.ID, cmd); err != nil {
 		return w.transient(st, err), true

@@ -45,6 +45,7 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 	case events.Requested:
 		n.Resource, n.Target, n.Parent, n.Tenant = b.Resource, b.Target, b.Parent, b.Tenant
 		n.Attempt, n.MaxAttempts, n.Token = b.Attempt, b.MaxAttempts, b.Token
+		n.MaxWriteBlock = b.MaxWriteBlock
 		n.Phase, n.Status = events.PhaseRequested, events.StatusActive
 		n.RequestedAt, n.AttemptAt = at, at
 	case events.PreLocked:
@@ -99,6 +100,9 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 		if !b.At.IsZero() {
 			n.SwappedAt = b.At.UTC() // the swap's commit, not the step's end
 		}
+		if !n.WriteLockedAt.IsZero() {
+			n.WriteBlocked += n.SwappedAt.Sub(n.WriteLockedAt)
+		}
 		if !b.CleanupAt.IsZero() {
 			n.Phase, n.CleanupAt = events.PhaseCleanupScheduled, b.CleanupAt.UTC()
 		}
@@ -113,6 +117,9 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 		n.Failures++
 		n.Reason = b.Error
 	case events.RolledBack:
+		if !n.WriteLockedAt.IsZero() { // writes were blocked until the release
+			n.WriteBlocked += at.Sub(n.WriteLockedAt)
+		}
 		n.Phase, n.Reason, n.Abort = events.PhaseRolledBack, b.Reason, ""
 		n.PendingChildren = nil
 	case events.Rescheduled:
@@ -147,7 +154,8 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 	case events.TenantStarted:
 		n.Phase, n.Status, n.Tenant, n.Target = events.PhaseTenant, events.StatusActive, b.Tenant, b.Target
 		n.RequestedAt, n.AttemptAt, n.Attempt = at, at, 1
-		n.Fanout = &events.TenantState{Tenant: b.Tenant, Target: b.Target, Resources: slices.Clone(b.Resources), Concurrency: b.Concurrency}
+		n.Fanout = &events.TenantState{Tenant: b.Tenant, Target: b.Target, Resources: slices.Clone(b.Resources), Concurrency: b.Concurrency,
+			MaxWriteBlock: b.MaxWriteBlock}
 	case events.TenantProgress:
 		if f := n.Fanout; f != nil {
 			if b.Started != "" {

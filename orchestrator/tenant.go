@@ -24,7 +24,8 @@ func (w *Worker) startTenant(ctx context.Context, env *events.Envelope, b events
 	if conc <= 0 {
 		conc = w.cfg.TenantConcurrency
 	}
-	return w.create(ctx, id, env.ID, events.TenantStarted{Tenant: b.Tenant, Target: b.Target, Resources: b.Resources, Concurrency: conc})
+	return w.create(ctx, id, env.ID, events.TenantStarted{Tenant: b.Tenant, Target: b.Target, Resources: b.Resources, Concurrency: conc,
+		MaxWriteBlock: max(b.MaxWriteBlock, 0)})
 }
 
 // partition is the rate-limit partition of a resource.
@@ -72,7 +73,7 @@ func (w *Worker) tenantStep(ctx context.Context, st *events.State, now time.Time
 				break
 			}
 		}
-		cmd := events.Start{Resource: res, Target: f.Target, Parent: st.ID, Tenant: f.Tenant}
+		cmd := events.Start{Resource: res, Target: f.Target, Parent: st.ID, Tenant: f.Tenant, MaxWriteBlock: f.MaxWriteBlock}
 		cmd.MigrationID = startID("", cmd)
 		if err := sendCommand(ctx, w.js, DeriveID("tenant-cmd", st.ID, res), st.ID, cmd); err != nil {
 			wait = w.cfg.RetryBackoff

@@ -240,7 +240,8 @@ func (w *Worker) start(ctx context.Context, env *events.Envelope, b events.Start
 	}
 	attempt := max(b.Attempt, 1)
 	body := events.Requested{Resource: b.Resource, Target: b.Target, Parent: b.Parent, Tenant: b.Tenant,
-		Attempt: attempt, MaxAttempts: max(w.cfg.MaxAttempts, attempt), Token: string(kvrouting.NewToken())}
+		Attempt: attempt, MaxAttempts: max(w.cfg.MaxAttempts, attempt), Token: string(kvrouting.NewToken()),
+		MaxWriteBlock: max(b.MaxWriteBlock, 0)}
 	// The resource index first: a migration is never missing from it (an
 	// entry whose migration was never created is skipped by readers).
 	if err := index(ctx, w.js, res, id); err != nil {

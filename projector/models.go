@@ -27,11 +27,14 @@ type MigrationView struct {
 	Status   events.Status
 	Attempt  int
 	Reason   string
-	Figures  *events.Figures
-	Children []string
-	Timeline []TimelineEntry
-	LastSeq  uint64
-	Updated  time.Time
+	// WriteBlocked is how long the resource's writes have been blocked
+	// over every attempt (events.State.WriteBlocked).
+	WriteBlocked time.Duration
+	Figures      *events.Figures
+	Children     []string
+	Timeline     []TimelineEntry
+	LastSeq      uint64
+	Updated      time.Time
 }
 
 // TenantView is the progress of one tenant fan-out.
@@ -104,7 +107,7 @@ func (m *models) apply(seq uint64, e *events.Envelope) {
 		m.migrations[e.MigrationID] = v
 	}
 	v.Resource, v.Tenant, v.Parent, v.Source, v.Target = st.Resource, st.Tenant, st.Parent, st.Source, st.Target
-	v.Phase, v.Status, v.Attempt, v.Reason = st.Phase, st.Status, st.Attempt, st.Reason
+	v.Phase, v.Status, v.Attempt, v.Reason, v.WriteBlocked = st.Phase, st.Status, st.Attempt, st.Reason, st.WriteBlocked
 	v.Children = slices.Clone(st.Children)
 	v.Timeline = append(v.Timeline, TimelineEntry{Seq: seq, Type: e.Type, Phase: st.Phase, Time: e.Time})
 	v.LastSeq, v.Updated = seq, e.Time

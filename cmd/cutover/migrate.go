@@ -27,13 +27,14 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func migrateStart(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("migrate start", "migrate start RESOURCE --to REGION [--wait] [--dry-run] [--timeout D] [--json] [--nats URL]", stdout)
+	fs := newFlags("migrate start", "migrate start RESOURCE --to REGION [--wait] [--dry-run] [--max-write-block D] [--timeout D] [--json] [--nats URL]", stdout)
 	url := natsFlag(fs)
 	to := fs.String("to", "", "target region (required)")
 	wait := fs.Bool("wait", false, "follow the migration to its end, printing its phase transitions")
 	timeout := fs.Duration("timeout", time.Hour, "with --wait: give up following after this long (0 = never; the migration goes on)")
 	asJSON := fs.Bool("json", false, "print JSON (with --wait: one event per line)")
 	dry := fs.Bool("dry-run", false, "run the pre-flight and print the plan; write nothing")
+	budget := fs.Duration("max-write-block", 0, "write-block budget: roll back rather than block the resource's writes longer than this (0 = the write lease)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -44,11 +45,12 @@ func migrateStart(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *dry {
 		return ops.DryRun(ctx, ops.StartRequest{NATS: *url, Resource: pos[0], Target: *to, JSON: *asJSON}, stdout)
 	}
-	return ops.Start(ctx, ops.StartRequest{NATS: *url, Resource: pos[0], Target: *to, Wait: *wait, Timeout: *timeout, JSON: *asJSON}, stdout, stderr)
+	return ops.Start(ctx, ops.StartRequest{NATS: *url, Resource: pos[0], Target: *to, Wait: *wait, Timeout: *timeout, JSON: *asJSON,
+		MaxWriteBlock: *budget}, stdout, stderr)
 }
 
 func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("migrate tenant", "migrate tenant TENANT --to REGION (--resources r1,r2,... | --resources-file F) [--concurrency N] [--dry-run] [--timeout D] [--json] [--nats URL]", stdout)
+	fs := newFlags("migrate tenant", "migrate tenant TENANT --to REGION (--resources r1,r2,... | --resources-file F) [--concurrency N] [--max-write-block D] [--dry-run] [--timeout D] [--json] [--nats URL]", stdout)
 	url := natsFlag(fs)
 	to := fs.String("to", "", "target region (required)")
 	list := fs.String("resources", "", "the tenant's resources (kind/id), comma separated")
@@ -57,6 +59,7 @@ func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer)
 	timeout := fs.Duration("timeout", 24*time.Hour, "give up following after this long (0 = never; the migration goes on)")
 	asJSON := fs.Bool("json", false, "print progress as JSON lines")
 	dry := fs.Bool("dry-run", false, "run the pre-flight of every resource and print the plans; write nothing")
+	budget := fs.Duration("max-write-block", 0, "every migration's write-block budget: roll back rather than block writes longer (0 = the write lease)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -65,7 +68,7 @@ func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	r := ops.TenantRequest{NATS: *url, Tenant: pos[0], Target: *to, Resources: *list, ResourcesFile: *file,
-		Concurrency: *conc, Timeout: *timeout, JSON: *asJSON}
+		Concurrency: *conc, Timeout: *timeout, JSON: *asJSON, MaxWriteBlock: *budget}
 	if *dry {
 		return ops.DryRunTenant(ctx, r, stdout)
 	}

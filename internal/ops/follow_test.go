@@ -68,7 +68,9 @@ func TestFollowPrintsEveryEventAndResumes(t *testing.T) {
 	appendEvent(t, js, id, events.TypeRequested, events.Requested{Resource: "conv/f", Target: "eu-west", Attempt: 1, MaxAttempts: 3}, events.StatusActive)
 	var out syncBuf
 	done := make(chan error, 1)
-	go func() { done <- Status(context.Background(), StatusRequest{NATS: url, ID: id, Follow: true, JSON: true}, &out) }()
+	go func() {
+		done <- Status(context.Background(), StatusRequest{NATS: url, ID: id, Follow: true, JSON: true}, &out)
+	}()
 	waitUntil(t, "the first event", func() bool { return strings.Contains(out.String(), events.TypeRequested) })
 	appendEvent(t, js, id, events.TypeCompleted, events.Completed{}, events.StatusCompleted)
 	if err := <-done; err != nil {

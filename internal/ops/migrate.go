@@ -27,6 +27,8 @@ type StartRequest struct {
 	Timeout time.Duration
 	// JSON prints JSON: the started migration, or with Wait one event per line.
 	JSON bool
+	// MaxWriteBlock is the write-block budget (0: the write lease).
+	MaxWriteBlock time.Duration
 }
 
 // Start asks the orchestrator to migrate r.Resource and prints the
@@ -45,6 +47,9 @@ func Start(ctx context.Context, r StartRequest, stdout, stderr io.Writer) error 
 	if err := CheckRegion("to", r.Target); err != nil {
 		return err
 	}
+	if r.MaxWriteBlock < 0 {
+		return fmt.Errorf("%w: --max-write-block must be >= 0", ErrUsage)
+	}
 	o, err := dial(ctx, r.NATS)
 	if err != nil {
 		return err
@@ -61,7 +66,7 @@ func Start(ctx context.Context, r StartRequest, stdout, stderr io.Writer) error 
 	if err := pf.refusal(res); err != nil {
 		return err
 	}
-	id, err := o.orch.Start(ctx, events.Start{Resource: res.String(), Target: r.Target})
+	id, err := o.orch.Start(ctx, events.Start{Resource: res.String(), Target: r.Target, MaxWriteBlock: r.MaxWriteBlock})
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}

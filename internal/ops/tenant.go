@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ type TenantRequest struct {
 	Timeout time.Duration
 	// JSON prints the progress as JSON lines.
 	JSON bool
+	// MaxWriteBlock is every child's write-block budget (0: the write
+	// lease).
+	MaxWriteBlock time.Duration
 }
 
 // StartTenant asks the orchestrator to migrate a tenant's resources and
@@ -55,6 +59,9 @@ func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer)
 	if r.Concurrency < 0 {
 		return fmt.Errorf("%w: --concurrency must be >= 0", ErrUsage)
 	}
+	if r.MaxWriteBlock < 0 {
+		return fmt.Errorf("%w: --max-write-block must be >= 0", ErrUsage)
+	}
 	resources, err := tenantResources(r.Resources, r.ResourcesFile)
 	if err != nil {
 		return err
@@ -67,7 +74,8 @@ func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer)
 	if err := preflightAll(ctx, o, resources, r.Target); err != nil {
 		return err
 	}
-	id, err := o.orch.StartTenant(ctx, events.StartTenant{Tenant: tenant, Target: r.Target, Resources: resources, Concurrency: r.Concurrency})
+	id, err := o.orch.StartTenant(ctx, events.StartTenant{Tenant: tenant, Target: r.Target, Resources: resources, Concurrency: r.Concurrency,
+		MaxWriteBlock: r.MaxWriteBlock})
 	if err != nil {
 		return fmt.Errorf("start tenant: %w", err)
 	}
@@ -95,11 +103,14 @@ func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer)
 	}
 	f := last.Fanout
 	took := last.EndedAt.Sub(last.RequestedAt).Round(time.Millisecond)
+	blocked := writeBlocked(ctx, o, p.ids)
 	if r.JSON {
 		_ = writeJSONLine(stdout, map[string]any{"tenant_migration_id": id, "tenant": tenant, "target": r.Target, "status": last.Status,
-			"total": len(resources), "completed": f.Completed, "failed": f.Failed, "dropped": f.Dropped, "took": took.String()})
+			"total": len(resources), "completed": f.Completed, "failed": f.Failed, "dropped": f.Dropped, "took": took.String(),
+			"write_blocked_ms": blocked})
 	} else {
 		fmt.Fprintf(stdout, "tenant %s → %s done in %s: %d completed, %d failed, %d dropped\n", tenant, r.Target, took, f.Completed, f.Failed, f.Dropped)
+		fmt.Fprintln(stdout, blocked.String())
 	}
 	if f.Failed > 0 {
 		return fmt.Errorf("tenant %s: %d of %d migrations failed (%s)", tenant, f.Failed, len(resources), strings.Join(p.failedList(), ", "))
@@ -199,4 +210,78 @@ func (p *progress) failedList() []string {
 		out = append(out, r+" "+p.ids[r])
 	}
 	return out
+}
+
+// BlockedJSON is how long a tenant move blocked its resources' writes:
+// the distribution over its migrations (each over all its attempts).
+type BlockedJSON struct {
+	Migrations int   `json:"migrations"`
+	P50        int64 `json:"p50"`
+	P99        int64 `json:"p99"`
+	Max        int64 `json:"max"`
+	// Histogram counts the migrations per bucket, by upper bound ("≤50ms"
+	// … "≤10s", ">10s"), in order.
+	Histogram []BlockedBucket `json:"histogram"`
+}
+
+// BlockedBucket is one bucket of BlockedJSON's histogram.
+type BlockedBucket struct {
+	Le    string `json:"le"`
+	Count int    `json:"count"`
+}
+
+var blockedBounds = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, time.Second, 2500 * time.Millisecond, 10 * time.Second}
+
+// writeBlocked reads each child migration's state (ids: resource →
+// migration id) and summarises how long each blocked its writes.
+func writeBlocked(ctx context.Context, o *conn, ids map[string]string) BlockedJSON {
+	var ms []int64
+	for _, id := range ids {
+		st, _, err := o.orch.State(ctx, id)
+		if err != nil || st == nil {
+			continue
+		}
+		ms = append(ms, st.WriteBlocked.Milliseconds())
+	}
+	return blockedOf(ms)
+}
+
+// blockedOf summarises write-blocked times in milliseconds.
+func blockedOf(ms []int64) BlockedJSON {
+	b := BlockedJSON{Migrations: len(ms)}
+	for _, le := range blockedBounds {
+		b.Histogram = append(b.Histogram, BlockedBucket{Le: "≤" + le.String()})
+	}
+	b.Histogram = append(b.Histogram, BlockedBucket{Le: ">" + blockedBounds[len(blockedBounds)-1].String()})
+	if len(ms) == 0 {
+		return b
+	}
+	slices.Sort(ms)
+	at := func(q float64) int64 { return ms[min(len(ms)-1, int(q*float64(len(ms))))] }
+	b.P50, b.P99, b.Max = at(0.50), at(0.99), ms[len(ms)-1]
+	for _, v := range ms {
+		i := len(blockedBounds)
+		for j, le := range blockedBounds {
+			if time.Duration(v)*time.Millisecond <= le {
+				i = j
+				break
+			}
+		}
+		b.Histogram[i].Count++
+	}
+	return b
+}
+
+// String is the tenant report's lines: the distribution, then the
+// histogram's non-empty buckets.
+func (b BlockedJSON) String() string {
+	var parts []string
+	for _, h := range b.Histogram {
+		if h.Count > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", h.Le, h.Count))
+		}
+	}
+	return fmt.Sprintf("writes blocked per migration (%d): p50 %d ms, p99 %d ms, max %d ms\n  histogram: %s",
+		b.Migrations, b.P50, b.P99, b.Max, strings.Join(parts, ", "))
 }

@@ -39,7 +39,11 @@ func ms(v int64) string { return (time.Duration(v) * time.Millisecond).String() 
 func describe(e *events.Envelope) string {
 	switch b := e.Body.(type) {
 	case events.Requested:
-		return fmt.Sprintf("%s → %s, attempt %d/%d, token %s", b.Resource, b.Target, b.Attempt, b.MaxAttempts, kvrouting.Token(b.Token).Redacted())
+		s := fmt.Sprintf("%s → %s, attempt %d/%d, token %s", b.Resource, b.Target, b.Attempt, b.MaxAttempts, kvrouting.Token(b.Token).Redacted())
+		if b.MaxWriteBlock > 0 {
+			s += ", write-block budget " + b.MaxWriteBlock.String()
+		}
+		return s
 	case events.PreLocked:
 		return fmt.Sprintf("source %s; converged after %s; lease until %s", b.Source, clock(b.WaitUntil), b.Expiry.UTC().Format(time.RFC3339))
 	case events.Dropped:
@@ -146,8 +150,12 @@ func pageLine(svc string, n int, from, to uint64, more bool, deps []string) stri
 }
 
 func figuresLine(f events.Figures) string {
-	return fmt.Sprintf("total %s: pre-lock %s, historical %s, write lock %s, cutover %s; %d records, %d attempt(s)",
+	s := fmt.Sprintf("total %s: pre-lock %s, historical %s, write lock %s, cutover %s; %d records, %d attempt(s)",
 		ms(f.TotalMs), ms(f.PreLockMs), ms(f.HistoricalMs), ms(f.WriteLockMs), ms(f.CutoverMs), f.Records, f.Attempts)
+	if f.WriteBlockedMs != f.WriteLockMs && f.WriteBlockedMs > 0 { // rolled-back attempts blocked writes too
+		s += fmt.Sprintf("; writes blocked %s in all", ms(f.WriteBlockedMs))
+	}
+	return s
 }
 
 // summaryLine is the last line of a followed migration.
@@ -195,6 +203,13 @@ func printState(w io.Writer, st *events.State) {
 			if st.Abort != "" {
 				row("aborting", "%s", st.Abort)
 			}
+		}
+		if st.WriteBlocked > 0 || st.MaxWriteBlock > 0 {
+			budget := "the write lease"
+			if st.MaxWriteBlock > 0 {
+				budget = st.MaxWriteBlock.String()
+			}
+			row("blocked", "writes blocked %s (budget %s)", st.WriteBlocked.Round(time.Millisecond), budget)
 		}
 		for _, s := range st.Services {
 			row("service", "%-14s %d pages, %d records (historical done %v, delta done %v)", s.Service, s.Pages, s.Records, s.HistoricalDone, s.DeltaDone)

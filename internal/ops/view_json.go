@@ -52,6 +52,11 @@ type StateJSON struct {
 	Fanout      *fanoutJSON   `json:"tenant_progress,omitempty"`
 	Events      int           `json:"events"`
 	LastSeq     uint64        `json:"last_seq,omitempty"`
+	// WriteBlockedMs is how long the resource's writes have been blocked
+	// over every attempt; MaxWriteBlockMs the write-block budget (0: the
+	// write lease).
+	WriteBlockedMs  int64 `json:"write_blocked_ms"`
+	MaxWriteBlockMs int64 `json:"max_write_block_ms,omitempty"`
 	// Retrying is set on an active migration that has rolled back at least
 	// once (the rolled-back phase, or a fresh attempt after it).
 	Retrying bool `json:"retrying,omitempty"`
@@ -103,7 +108,8 @@ func toStateJSON(st *events.State, seq uint64) StateJSON {
 		Phase: string(st.Phase), Status: string(st.Status), Attempt: st.Attempt, MaxAttempts: st.MaxAttempts,
 		Reason: st.Reason, Abort: st.Abort, LockExpiry: rfc(st.LockExpiry), WaitUntil: rfc(st.WaitUntil),
 		RequestedAt: rfc(st.RequestedAt), EndedAt: rfc(st.EndedAt), Figures: ToFiguresJSON(st.Figures), Children: slices.Clone(st.Children),
-		Events: st.Events, LastSeq: seq, Retrying: rolledBack(st) > 0}
+		Events: st.Events, LastSeq: seq, Retrying: rolledBack(st) > 0,
+		WriteBlockedMs: st.WriteBlocked.Milliseconds(), MaxWriteBlockMs: st.MaxWriteBlock.Milliseconds()}
 	if st.Token != "" {
 		j.Token = kvrouting.Token(st.Token).Redacted()
 	}

@@ -51,6 +51,9 @@ type BoardMigration struct {
 	Attempt     int     `json:"attempt"`
 	ElapsedMs   float64 `json:"elapsed_ms"`
 	WriteLockMs int64   `json:"write_lock_ms,omitempty"`
+	// WriteBlockedMs is how long writes were blocked over every attempt
+	// (rolled-back ones included).
+	WriteBlockedMs int64 `json:"write_blocked_ms,omitempty"`
 }
 
 // BoardTenant is a tenant move's progress, with an ETA at its observed
@@ -130,6 +133,7 @@ func board(snap projector.Snapshot, now time.Time) Board {
 			}
 		} else {
 			m.ElapsedMs = float64(v.Updated.Sub(start).Milliseconds())
+			m.WriteBlockedMs = v.WriteBlocked.Milliseconds()
 			if v.Figures != nil {
 				m.WriteLockMs = v.Figures.WriteLockMs
 			}

@@ -164,21 +164,24 @@ func unauthorized(w http.ResponseWriter, err error) {
 
 // Migration is a projector.MigrationView over HTTP.
 type Migration struct {
-	ID       string          `json:"id"`
-	Resource string          `json:"resource,omitempty"`
-	Tenant   string          `json:"tenant,omitempty"`
-	Parent   string          `json:"parent,omitempty"`
-	Source   string          `json:"source,omitempty"`
-	Target   string          `json:"target,omitempty"`
-	Phase    string          `json:"phase"`
-	Status   string          `json:"status"`
-	Attempt  int             `json:"attempt"`
-	Reason   string          `json:"reason,omitempty"`
-	Figures  *Figures        `json:"figures,omitempty"`
-	Children []string        `json:"children,omitempty"`
-	LastSeq  uint64          `json:"last_seq"`
-	Updated  string          `json:"updated"`
-	Timeline []TimelineEntry `json:"timeline,omitempty"`
+	ID       string `json:"id"`
+	Resource string `json:"resource,omitempty"`
+	Tenant   string `json:"tenant,omitempty"`
+	Parent   string `json:"parent,omitempty"`
+	Source   string `json:"source,omitempty"`
+	Target   string `json:"target,omitempty"`
+	Phase    string `json:"phase"`
+	Status   string `json:"status"`
+	Attempt  int    `json:"attempt"`
+	Reason   string `json:"reason,omitempty"`
+	// WriteBlockedMs is how long the resource's writes have been blocked
+	// over every attempt.
+	WriteBlockedMs int64           `json:"write_blocked_ms"`
+	Figures        *Figures        `json:"figures,omitempty"`
+	Children       []string        `json:"children,omitempty"`
+	LastSeq        uint64          `json:"last_seq"`
+	Updated        string          `json:"updated"`
+	Timeline       []TimelineEntry `json:"timeline,omitempty"`
 }
 
 // TimelineEntry is one event of a migration's timeline.
@@ -215,7 +218,8 @@ type Durations struct {
 func toMigration(v projector.MigrationView, timeline bool) Migration {
 	j := Migration{ID: v.ID, Resource: v.Resource, Tenant: v.Tenant, Parent: v.Parent, Source: v.Source, Target: v.Target,
 		Phase: string(v.Phase), Status: string(v.Status), Attempt: v.Attempt, Reason: v.Reason, Figures: FiguresOf(v.Figures),
-		Children: v.Children, LastSeq: v.LastSeq, Updated: Time(v.Updated)}
+		WriteBlockedMs: v.WriteBlocked.Milliseconds(),
+		Children:       v.Children, LastSeq: v.LastSeq, Updated: Time(v.Updated)}
 	if timeline {
 		for _, t := range v.Timeline {
 			j.Timeline = append(j.Timeline, TimelineEntry{Seq: t.Seq, Type: t.Type, Phase: string(t.Phase), Time: Time(t.Time)})
@@ -246,6 +250,9 @@ type Figures struct {
 	TotalMs      int64 `json:"total_ms"`
 	Attempts     int   `json:"attempts"`
 	Records      int   `json:"records"`
+	// WriteBlockedMs is how long writes were blocked over every attempt
+	// (a rolled-back attempt's write lock included).
+	WriteBlockedMs int64 `json:"write_blocked_ms"`
 }
 
 // FiguresOf is f in JSON (nil for nil).
@@ -253,7 +260,7 @@ func FiguresOf(f *events.Figures) *Figures {
 	if f == nil {
 		return nil
 	}
-	return &Figures{f.PreLockMs, f.HistoricalMs, f.WriteLockMs, f.CutoverMs, f.TotalMs, f.Attempts, f.Records}
+	return &Figures{f.PreLockMs, f.HistoricalMs, f.WriteLockMs, f.CutoverMs, f.TotalMs, f.Attempts, f.Records, f.WriteBlockedMs}
 }
 
 // Time is t in RFC 3339 with nanoseconds, UTC ("" for the zero time).
