@@ -95,7 +95,7 @@ func TestReadModelRoutes(t *testing.T) {
 		t.Fatalf("healthz %d %+v, want last_seq %d", code, health, last)
 	}
 	var list struct {
-		LastSeq    uint64               `json:"last_seq"`
+		LastSeq    uint64              `json:"last_seq"`
 		Migrations []httpapi.Migration `json:"migrations"`
 	}
 	for _, c := range []struct {
