@@ -169,6 +169,16 @@ func Serve(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, region st
 			return nil, fmt.Errorf("contractnats: endpoint %s: %w", ep.op, err)
 		}
 	}
+	// One round trip: the server has every endpoint's subscription when
+	// Serve returns, so a caller on another connection reaches it at once.
+	fctx, cancel := withDefaultTimeout(ctx, DefaultTimeout)
+	err = nc.FlushWithContext(fctx)
+	cancel()
+	if err != nil {
+		_ = svc.Stop()
+		s.cancelBase()
+		return nil, fmt.Errorf("contractnats: registering the endpoints: %w", err)
+	}
 	s.stopWatch = context.AfterFunc(ctx, func() { _ = s.Stop() })
 	return s, nil
 }
