@@ -9,6 +9,9 @@ const (
 	TypeCancel       = "cancel"
 	TypeForceRelease = "force-release"
 	TypeFenceClear   = "fence-clear"
+	TypePause        = "pause"
+	TypeResume       = "resume"
+	TypeThrottle     = "throttle"
 )
 
 // Start asks for one resource's migration to Target (paper 001 Algorithm 1).
@@ -32,6 +35,9 @@ type Start struct {
 	// than hold the resource's writes longer (0: the write lease bounds
 	// it).
 	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
+	// Rate caps the historical copy at this many records a second (0: no
+	// cap). Phase 3's delta is never throttled: it holds the write lock.
+	Rate int `msgpack:"rate,omitempty"`
 }
 
 // StartTenant fans a tenant's resources out into one migration each, at
@@ -45,6 +51,14 @@ type StartTenant struct {
 	MigrationID string `msgpack:"mid,omitempty"`
 	// MaxWriteBlock is every child's write-block budget (Start).
 	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
+	// Rate caps the copy of all the children together, in records a
+	// second (0: no cap): each of Concurrency children copies at
+	// Rate/Concurrency.
+	Rate int `msgpack:"rate,omitempty"`
+	// MaxWriteLockP99 is the brake: when the write-blocked time of the
+	// children that ended lately passes it at the 99th percentile, the
+	// move halves its concurrency (0: no brake).
+	MaxWriteLockP99 time.Duration `msgpack:"brake,omitempty"`
 }
 
 // Cancel rolls a migration back (before its swap) and fails it.
@@ -52,6 +66,34 @@ type Cancel struct {
 	MigrationID string `msgpack:"mid"`
 	Reason      string `msgpack:"reason,omitempty"`
 }
+
+// Pause holds a migration, or a tenant move, where it stands until Resume
+// (recorded as Paused; a pause asked in Phase 3 takes effect after the swap
+// or the rollback).
+type Pause struct {
+	MigrationID string `msgpack:"mid"`
+	Reason      string `msgpack:"reason,omitempty"`
+}
+
+// Resume ends a Pause (recorded as Resumed).
+type Resume struct {
+	MigrationID string `msgpack:"mid"`
+}
+
+// Throttle changes a running migration's or tenant move's copy rate and a
+// tenant move's concurrency (recorded as Throttled).
+type Throttle struct {
+	MigrationID string `msgpack:"mid"`
+	// Concurrency is a tenant move's new number of children at once (0:
+	// unchanged).
+	Concurrency int `msgpack:"conc,omitempty"`
+	// Rate is the new copy rate in records a second (0: unchanged,
+	// NoRate: no cap).
+	Rate int `msgpack:"rate,omitempty"`
+}
+
+// NoRate is Throttle.Rate asking for no cap.
+const NoRate = -1
 
 // ForceRelease clears a stuck lock without its token; it needs approvals
 // from at least two distinct operators (paper 000 §8) and leaves an audit
@@ -89,6 +131,15 @@ func (StartTenant) Type() string { return TypeStartTenant }
 
 // Type implements Body.
 func (Cancel) Type() string { return TypeCancel }
+
+// Type implements Body.
+func (Pause) Type() string { return TypePause }
+
+// Type implements Body.
+func (Resume) Type() string { return TypeResume }
+
+// Type implements Body.
+func (Throttle) Type() string { return TypeThrottle }
 
 // Type implements Body.
 func (ForceRelease) Type() string { return TypeForceRelease }

@@ -33,6 +33,9 @@ const (
 	TypeForceReleased    = "force-released"
 	TypeFenceCleared     = "fence-force-cleared"
 	TypeAdminRefused     = "admin-refused"
+	TypePaused           = "paused"
+	TypeResumed          = "resumed"
+	TypeThrottled        = "throttled"
 )
 
 // Requested opens a migration. Token is generated and persisted here,
@@ -49,6 +52,8 @@ type Requested struct {
 	Token       string `msgpack:"tok"`
 	// MaxWriteBlock is the write-block budget (Start.MaxWriteBlock).
 	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
+	// Rate is the historical copy's cap in records a second (Start.Rate).
+	Rate int `msgpack:"rate,omitempty"`
 }
 
 // PreLocked records the pre-lock (paper 001 Algorithm 1 line 2).
@@ -248,6 +253,9 @@ type TenantStarted struct {
 	Concurrency int      `msgpack:"conc"`
 	// MaxWriteBlock is every child's write-block budget.
 	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
+	// Rate and MaxWriteLockP99 are StartTenant's.
+	Rate            int           `msgpack:"rate,omitempty"`
+	MaxWriteLockP99 time.Duration `msgpack:"brake,omitempty"`
 }
 
 // TenantProgress records a child started or finished by a tenant fan-out.
@@ -262,6 +270,36 @@ type TenantProgress struct {
 	Outcome Status `msgpack:"outcome,omitempty"`
 	// Partition is the rate-limit partition of Started.
 	Partition int `msgpack:"part,omitempty"`
+	// BlockedMs is the finished migration's write-blocked time
+	// (State.WriteBlocked), the brake's sample.
+	BlockedMs int64 `msgpack:"blk,omitempty"`
+}
+
+// Paused holds a migration (or a tenant move) where it stands: it takes
+// no step until Resumed, except renewing the locks it holds. Recorded in
+// any phase; in Phase 3 it takes effect after the swap or the rollback.
+type Paused struct {
+	Reason string `msgpack:"reason,omitempty"`
+	// ByParent marks a child paused by its tenant move's pause (which
+	// resumes it); an operator's own pause of a child is left alone.
+	ByParent bool `msgpack:"parent,omitempty"`
+}
+
+// Resumed ends a pause.
+type Resumed struct {
+	ByParent bool `msgpack:"parent,omitempty"`
+}
+
+// Throttled sets a migration's copy rate, or a tenant move's concurrency
+// and rate: by an operator, by the tenant move for its children, or by the
+// brake (Auto, with the Reason that tripped it).
+type Throttled struct {
+	// Concurrency is a tenant move's children at once (0 on a migration).
+	Concurrency int `msgpack:"conc,omitempty"`
+	// Rate is the copy cap in records a second (0: none).
+	Rate   int    `msgpack:"rate,omitempty"`
+	Auto   bool   `msgpack:"auto,omitempty"`
+	Reason string `msgpack:"reason,omitempty"`
 }
 
 // ForceReleased is the audit event of an admin force-release.
@@ -419,6 +457,15 @@ func (ChildStarted) Type() string { return TypeChildStarted }
 
 // Type implements Body.
 func (CancelRequested) Type() string { return TypeCancelRequested }
+
+// Type implements Body.
+func (Paused) Type() string { return TypePaused }
+
+// Type implements Body.
+func (Resumed) Type() string { return TypeResumed }
+
+// Type implements Body.
+func (Throttled) Type() string { return TypeThrottled }
 
 // Type implements Body.
 func (TenantStarted) Type() string { return TypeTenantStarted }

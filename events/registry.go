@@ -23,6 +23,9 @@ func init() {
 	register[Cancel]()
 	register[ForceRelease]()
 	register[FenceClear]()
+	register[Pause]()
+	register[Resume]()
+	register[Throttle]()
 
 	register[Requested]()
 	register[PreLocked]()
@@ -51,6 +54,9 @@ func init() {
 	register[ForceReleased]()
 	register[FenceForceCleared]()
 	register[AdminRefused]()
+	register[Paused]()
+	register[Resumed]()
+	register[Throttled]()
 }
 
 var timeType = reflect.TypeOf(time.Time{})

@@ -75,6 +75,33 @@ type TenantState struct {
 	LastStart []time.Time `msgpack:"last,omitempty"`
 	// MaxWriteBlock is every child's write-block budget.
 	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
+	// Rate caps the children's copy together, in records a second (0:
+	// none); each child copies at ChildRate.
+	Rate int `msgpack:"rate,omitempty"`
+	// MaxWriteLockP99 is the brake's threshold (0: no brake); Blocked are
+	// the write-blocked times (ms) of the children that ended since the
+	// last brake, at most BrakeWindow of them; Brakes counts the brakes
+	// and BrakeReason says why the last one tripped.
+	MaxWriteLockP99 time.Duration `msgpack:"brake,omitempty"`
+	Blocked         []int64       `msgpack:"blk,omitempty"`
+	Brakes          int           `msgpack:"brakes,omitempty"`
+	BrakeReason     string        `msgpack:"brakewhy,omitempty"`
+}
+
+// BrakeWindow is how many ended children's write-blocked times the brake
+// looks at; BrakeMinSamples how many it needs before it decides.
+const (
+	BrakeWindow     = 50
+	BrakeMinSamples = 5
+)
+
+// ChildRate is the copy rate of each child: the move's Rate shared by the
+// children that run at once (0: no cap).
+func (t *TenantState) ChildRate() int {
+	if t.Rate <= 0 {
+		return 0
+	}
+	return max(t.Rate/max(t.Concurrency, 1), 1)
 }
 
 // Finished is how many children have ended.
@@ -136,6 +163,16 @@ type State struct {
 	// rollback.
 	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
 	WriteBlocked  time.Duration `msgpack:"wblk,omitempty"`
+	// Paused holds the migration (Paused, until Resumed) since PausedAt,
+	// PausedByParent when its tenant move paused it; PauseReason is the
+	// operator's. PausedFor is the time spent paused before PausedAt.
+	Paused         bool          `msgpack:"paused,omitempty"`
+	PausedByParent bool          `msgpack:"pbyp,omitempty"`
+	PausedAt       time.Time     `msgpack:"tpause,omitempty"`
+	PauseReason    string        `msgpack:"pwhy,omitempty"`
+	PausedFor      time.Duration `msgpack:"pfor,omitempty"`
+	// Rate caps the historical copy in records a second (0: none).
+	Rate int `msgpack:"rate,omitempty"`
 
 	Events int `msgpack:"n"`
 }
@@ -177,6 +214,7 @@ func (s *State) Clone() *State {
 		t.Resources = append([]string(nil), t.Resources...)
 		t.Active = append([]TenantChild(nil), t.Active...)
 		t.LastStart = append([]time.Time(nil), t.LastStart...)
+		t.Blocked = append([]int64(nil), t.Blocked...)
 		c.Fanout = &t
 	}
 	return &c

@@ -62,6 +62,17 @@ func (c *Client) Cancel(ctx context.Context, migrationID, reason string) error {
 	return c.send(ctx, newID(), events.Cancel{MigrationID: migrationID, Reason: reason})
 }
 
+// Send sends a steering command: events.Pause, events.Resume or
+// events.Throttle (recorded as Paused, Resumed, Throttled). Errors:
+// ErrInvalid for any other body; publish errors.
+func (c *Client) Send(ctx context.Context, cmd events.Body) error {
+	switch cmd.(type) {
+	case events.Pause, events.Resume, events.Throttle:
+		return c.send(ctx, newID(), cmd)
+	}
+	return fmt.Errorf("%w: %s is not a steering command", ErrInvalid, cmd.Type())
+}
+
 // ForceRelease asks for an admin force-release of cmd.Resource's lock and
 // returns the admin aggregate (AuditID) whose first event will be its
 // outcome: events.ForceReleased, or events.AdminRefused naming why nothing

@@ -28,6 +28,7 @@ const (
 	actScheduleCleanup                      // line 20, after a swap that could not schedule it
 	actComplete                             // the migration's end (children started first)
 	actReschedule                           // line 16: "retry the migration later with a fresh lock"
+	actPaused                               // an operator's pause: hold, renewing the locks held
 )
 
 var actionNames = [...]string{
@@ -36,6 +37,7 @@ var actionNames = [...]string{
 	actEscalateHardDelete: "escalate-hard-delete",
 	actHistorical:         "historical", actDelta: "delta", actSwap: "swap",
 	actScheduleCleanup: "schedule-cleanup", actComplete: "complete", actReschedule: "reschedule",
+	actPaused: "paused",
 }
 
 func (a action) String() string {
@@ -96,6 +98,9 @@ func nextAction(st *events.State, now time.Time, lim limits) decision {
 			return rollback(fmt.Sprintf("%d transient failures in %s: %s", st.Failures, st.Phase, st.Reason))
 		}
 	}
+	if st.Paused && pausable(st) {
+		return act(actPaused)
+	}
 	switch st.Phase {
 	case events.PhaseRequested:
 		return act(actPreLock)
@@ -129,6 +134,21 @@ func nextAction(st *events.State, now time.Time, lim limits) decision {
 		return act(actReschedule)
 	}
 	return decision{action: actFail, reason: fmt.Sprintf("unknown phase %q", st.Phase), res: res}
+}
+
+// pausable reports whether a pause holds st now: in every phase but
+// Phase 3, whose write lock is never held longer than the copy needs
+// (paper 001 §4.1.3: every second is user-visible), so a pause asked there
+// takes effect after the swap or the rollback; and not a rollback that
+// ends the migration (cancelled, or its last attempt), which fails it.
+func pausable(st *events.State) bool {
+	switch st.Phase {
+	case events.PhaseDelta, events.PhaseValidated:
+		return false
+	case events.PhaseRolledBack:
+		return !st.Cancelled && st.Attempt < st.MaxAttempts
+	}
+	return true
 }
 
 // beforeSwap reports whether a phase may still roll back.

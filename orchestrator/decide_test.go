@@ -110,6 +110,8 @@ func setColumn(st *events.State, col string, now time.Time) error {
 		st.SourceCleaned = true
 	case "fanout":
 		st.Fanout = &events.TenantState{Tenant: "t", Target: "eu"}
+	case "paused":
+		st.Paused = true
 	default:
 		return fmt.Errorf("unknown column %q", col)
 	}

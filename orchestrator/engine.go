@@ -210,6 +210,8 @@ func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 		return w.cleanSource(ctx, st, now)
 	case actReschedule: // line 16
 		return w.reschedule(st, now)
+	case actPaused:
+		return w.paused(ctx, st, res, now)
 	}
 	return outcome{body: events.Failed{Reason: fmt.Sprintf("no step for action %s", d.action)}}
 }

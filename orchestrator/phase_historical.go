@@ -77,7 +77,11 @@ func (w *Worker) historical(ctx context.Context, st *events.State, res kvrouting
 		if bad {
 			return o
 		}
+		start := w.cfg.Clock()
 		o, _ = w.copyPages(ctx, st, d, contract.Historical, pending)
+		if o.wait == 0 { // the rate (Throttled): a durable wait, whichever worker goes on
+			o.wait = pace(st.Rate, recordsOf(o.body), w.cfg.Clock().Sub(start))
+		}
 		return o
 	}
 	return w.escalateWrite(ctx, st, res)
@@ -91,10 +95,7 @@ func (w *Worker) historical(ctx context.Context, st *events.State, res kvrouting
 // nothing to renew, or the renewal did not extend the lock: the step goes
 // on.
 func (w *Worker) renewHardDelete(ctx context.Context, st *events.State, res kvrouting.Resource, now time.Time) (o outcome, ok bool) {
-	// The margin never exceeds a third of the lease: a margin longer than
-	// the lease would renew on every step.
-	margin := min(w.cfg.RenewMargin, w.cfg.Locker.Config().HardDeleteLease/3)
-	if st.LockExpiry.Sub(now) >= margin {
+	if st.LockExpiry.Sub(now) >= w.renewMargin() {
 		return outcome{}, false
 	}
 	d, err := w.cfg.Locker.Renew(ctx, res, kvrouting.Token(st.Token), w.cached(st))
@@ -120,7 +121,7 @@ func (w *Worker) startChild(ctx context.Context, st *events.State) (outcome, boo
 		return outcome{}, false
 	}
 	child := st.PendingChildren[0]
-	cmd := events.Start{Resource: child, Target: st.Target, Parent: st.ID, Tenant: st.Tenant, MaxWriteBlock: st.MaxWriteBlock}
+	cmd := events.Start{Resource: child, Target: st.Target, Parent: st.ID, Tenant: st.Tenant, MaxWriteBlock: st.MaxWriteBlock, Rate: st.Rate}
 	cmd.MigrationID = startID("", cmd)
 	if err := sendCommand(ctx, w.js, DeriveID("child-cmd", st.ID, child, st.Token), st.ID, cmd); err != nil {
 		return w.transient(st, err), true

@@ -45,7 +45,7 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 	case events.Requested:
 		n.Resource, n.Target, n.Parent, n.Tenant = b.Resource, b.Target, b.Parent, b.Tenant
 		n.Attempt, n.MaxAttempts, n.Token = b.Attempt, b.MaxAttempts, b.Token
-		n.MaxWriteBlock = b.MaxWriteBlock
+		n.MaxWriteBlock, n.Rate = b.MaxWriteBlock, b.Rate
 		n.Phase, n.Status = events.PhaseRequested, events.StatusActive
 		n.RequestedAt, n.AttemptAt = at, at
 	case events.PreLocked:
@@ -151,11 +151,32 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 				n.Abort = "force-released"
 			}
 		}
+	case events.Paused:
+		if !n.Status.Terminal() && !n.Paused {
+			n.Paused, n.PausedAt, n.PauseReason, n.PausedByParent = true, at, b.Reason, b.ByParent
+		}
+	case events.Resumed:
+		if n.Paused && (!b.ByParent || n.PausedByParent) { // a tenant resumes only what it paused
+			n.PausedFor += at.Sub(n.PausedAt)
+			n.Paused, n.PausedAt, n.PauseReason, n.PausedByParent = false, zeroTime, "", false
+		}
+	case events.Throttled:
+		n.Rate = b.Rate
+		if f := n.Fanout; f != nil {
+			f.Rate = b.Rate
+			if b.Concurrency > 0 {
+				f.Concurrency = b.Concurrency
+			}
+			if b.Auto {
+				f.Brakes++
+				f.BrakeReason, f.Blocked = b.Reason, nil // fresh evidence at the new concurrency
+			}
+		}
 	case events.TenantStarted:
 		n.Phase, n.Status, n.Tenant, n.Target = events.PhaseTenant, events.StatusActive, b.Tenant, b.Target
 		n.RequestedAt, n.AttemptAt, n.Attempt = at, at, 1
 		n.Fanout = &events.TenantState{Tenant: b.Tenant, Target: b.Target, Resources: slices.Clone(b.Resources), Concurrency: b.Concurrency,
-			MaxWriteBlock: b.MaxWriteBlock}
+			MaxWriteBlock: b.MaxWriteBlock, Rate: b.Rate, MaxWriteLockP99: b.MaxWriteLockP99}
 	case events.TenantProgress:
 		if f := n.Fanout; f != nil {
 			if b.Started != "" {
@@ -170,6 +191,12 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 				i := slices.IndexFunc(f.Active, func(c events.TenantChild) bool { return c.Resource == b.Finished })
 				if i >= 0 {
 					f.Active = slices.Delete(f.Active, i, i+1)
+					if f.MaxWriteLockP99 > 0 && b.Outcome == events.StatusCompleted {
+						f.Blocked = append(f.Blocked, b.BlockedMs)
+						if len(f.Blocked) > events.BrakeWindow {
+							f.Blocked = slices.Delete(f.Blocked, 0, len(f.Blocked)-events.BrakeWindow)
+						}
+					}
 					switch b.Outcome {
 					case events.StatusCompleted:
 						f.Completed++

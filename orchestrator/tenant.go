@@ -25,7 +25,7 @@ func (w *Worker) startTenant(ctx context.Context, env *events.Envelope, b events
 		conc = w.cfg.TenantConcurrency
 	}
 	return w.create(ctx, id, env.ID, events.TenantStarted{Tenant: b.Tenant, Target: b.Target, Resources: b.Resources, Concurrency: conc,
-		MaxWriteBlock: max(b.MaxWriteBlock, 0)})
+		MaxWriteBlock: max(b.MaxWriteBlock, 0), Rate: max(b.Rate, 0), MaxWriteLockP99: max(b.MaxWriteLockP99, 0)})
 }
 
 // partition is the rate-limit partition of a resource.
@@ -36,12 +36,15 @@ func (w *Worker) partition(resource string) int {
 }
 
 // tenantStep advances a tenant fan-out: it reads every active child's
-// state at once, records each child that ended, starts children while
-// fewer than Concurrency run (the semaphore lives in the state) and their
-// partition is not rate-limited, and completes when all have ended. All of
-// it is one step: one event per fact (TenantProgress per child ended or
-// started), appended one after another (outcome.then), so a tenant move
-// costs its children's reads once per step, not once per child.
+// state at once, records each child that ended, brakes when their
+// write-blocked times say so, brings the running children in line with
+// its pause and rate, starts children while fewer than Concurrency run
+// (the semaphore lives in the state), it is not paused and their
+// partition is not rate-limited, and completes when all have ended. All
+// of it is one step: one event per fact (TenantProgress per child ended
+// or started, Throttled per brake), appended one after another
+// (outcome.then), so a tenant move costs its children's reads once per
+// step, not once per child.
 func (w *Worker) tenantStep(ctx context.Context, st *events.State, now time.Time) outcome {
 	if st.Status.Terminal() {
 		return outcome{ack: true}
@@ -56,13 +59,20 @@ func (w *Worker) tenantStep(ctx context.Context, st *events.State, now time.Time
 		evs, cur = append(evs, b), next
 		return true
 	}
-	for _, c := range w.endedChildren(ctx, st.Fanout.Active) {
-		record(events.TenantProgress{Finished: c.child.Resource, Outcome: c.status})
+	children := w.childStates(ctx, st.Fanout.Active)
+	for i, c := range st.Fanout.Active {
+		if cs := children[i]; cs != nil && cs.Status.Terminal() {
+			record(events.TenantProgress{Finished: c.Resource, Outcome: cs.Status, BlockedMs: cs.WriteBlocked.Milliseconds()})
+		}
 	}
+	if b := brake(cur.Fanout); b != nil {
+		record(*b)
+	}
+	w.steerChildren(ctx, cur, children)
 	var wait time.Duration
 	for {
 		f := cur.Fanout
-		if len(f.Active) >= f.Concurrency || f.Next >= len(f.Resources) {
+		if cur.Paused || len(f.Active) >= f.Concurrency || f.Next >= len(f.Resources) {
 			break
 		}
 		res := f.Resources[f.Next]
@@ -73,7 +83,7 @@ func (w *Worker) tenantStep(ctx context.Context, st *events.State, now time.Time
 				break
 			}
 		}
-		cmd := events.Start{Resource: res, Target: f.Target, Parent: st.ID, Tenant: f.Tenant, MaxWriteBlock: f.MaxWriteBlock}
+		cmd := events.Start{Resource: res, Target: f.Target, Parent: st.ID, Tenant: f.Tenant, MaxWriteBlock: f.MaxWriteBlock, Rate: f.ChildRate()}
 		cmd.MigrationID = startID("", cmd)
 		if err := sendCommand(ctx, w.js, DeriveID("tenant-cmd", st.ID, res), st.ID, cmd); err != nil {
 			wait = w.cfg.RetryBackoff
@@ -92,18 +102,12 @@ func (w *Worker) tenantStep(ctx context.Context, st *events.State, now time.Time
 	return outcome{body: evs[0], then: evs[1:]}
 }
 
-// endedChild is a child migration found terminal.
-type endedChild struct {
-	child  events.TenantChild
-	status events.Status
-}
-
-// endedChildren reads the active children's states, tenantReads at a
-// time, and returns those that ended, in the order given. A child whose
-// state cannot be read now (its start command not processed yet, the
-// stream unavailable) counts as running.
-func (w *Worker) endedChildren(ctx context.Context, active []events.TenantChild) []endedChild {
-	status := make([]events.Status, len(active))
+// childStates reads the active children's states, tenantReads at a time,
+// in the order given. A child whose state cannot be read now (its start
+// command not processed yet, the stream unavailable) is nil: it counts as
+// running.
+func (w *Worker) childStates(ctx context.Context, active []events.TenantChild) []*events.State {
+	out := make([]*events.State, len(active))
 	sem := make(chan struct{}, tenantReads)
 	var wg sync.WaitGroup
 	for i, c := range active {
@@ -111,17 +115,11 @@ func (w *Worker) endedChildren(ctx context.Context, active []events.TenantChild)
 		wg.Go(func() {
 			defer func() { <-sem }()
 			if cs, _, err := Load(ctx, w.nc, c.MigrationID); err == nil {
-				status[i] = cs.Status
+				out[i] = cs
 			}
 		})
 	}
 	wg.Wait()
-	var out []endedChild
-	for i, c := range active {
-		if status[i].Terminal() {
-			out = append(out, endedChild{child: c, status: status[i]})
-		}
-	}
 	return out
 }
 

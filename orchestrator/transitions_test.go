@@ -105,7 +105,8 @@ func TestTransitionTable(t *testing.T) {
 // Every event type the orchestrator folds has a row; commands have none
 // and are refused.
 func TestTransitionTableCoversTheEvents(t *testing.T) {
-	commands := []string{events.TypeStart, events.TypeStartTenant, events.TypeCancel, events.TypeForceRelease, events.TypeFenceClear}
+	commands := []string{events.TypeStart, events.TypeStartTenant, events.TypeCancel, events.TypeForceRelease, events.TypeFenceClear,
+		events.TypePause, events.TypeResume, events.TypeThrottle}
 	for typ := range events.BodyTypes() {
 		_, row := transitions[typ]
 		if command := slices.Contains(commands, typ); command == row {

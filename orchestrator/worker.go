@@ -202,6 +202,12 @@ func (w *Worker) handleCommand(ctx context.Context, m jetstream.Msg) {
 		if errors.Is(err, ErrNotFound) {
 			err = nil
 		}
+	case events.Pause:
+		err = w.steer(sctx, b.MigrationID, env.ID, pauseBody(b.Reason))
+	case events.Resume:
+		err = w.steer(sctx, b.MigrationID, env.ID, resumeBody)
+	case events.Throttle:
+		err = w.steer(sctx, b.MigrationID, env.ID, throttleBody(b))
 	case events.ForceRelease:
 		err = w.forceRelease(sctx, env, b)
 	case events.FenceClear:
@@ -241,7 +247,7 @@ func (w *Worker) start(ctx context.Context, env *events.Envelope, b events.Start
 	attempt := max(b.Attempt, 1)
 	body := events.Requested{Resource: b.Resource, Target: b.Target, Parent: b.Parent, Tenant: b.Tenant,
 		Attempt: attempt, MaxAttempts: max(w.cfg.MaxAttempts, attempt), Token: string(kvrouting.NewToken()),
-		MaxWriteBlock: max(b.MaxWriteBlock, 0)}
+		MaxWriteBlock: max(b.MaxWriteBlock, 0), Rate: max(b.Rate, 0)}
 	// The resource index first: a migration is never missing from it (an
 	// entry whose migration was never created is skipped by readers).
 	if err := index(ctx, w.js, res, id); err != nil {
@@ -271,6 +277,15 @@ func (w *Worker) create(ctx context.Context, id, cause string, body events.Body)
 // mutateState appends body to a migration on behalf of a command,
 // re-reading and retrying when a worker advances it concurrently.
 func (w *Worker) mutateState(ctx context.Context, id, cause string, body events.Body) error {
+	return w.mutate(ctx, id, cause, func(*events.State) events.Body { return body })
+}
+
+// mutate appends the event decide returns for a migration's current state
+// (none: nil) on behalf of cause, re-reading and retrying when a worker
+// advances it concurrently; a migration that ended is left as it is. The
+// migration is then nudged: its own work message may be parked on a long
+// timer (a second driver is harmless: it loses every append race).
+func (w *Worker) mutate(ctx context.Context, id, cause string, decide func(*events.State) events.Body) error {
 	for {
 		st, seq, err := Load(ctx, w.nc, id)
 		if err != nil {
@@ -279,18 +294,20 @@ func (w *Worker) mutateState(ctx context.Context, id, cause string, body events.
 		if st.Status.Terminal() {
 			return nil
 		}
-		_, _, err = appendEvent(ctx, w.js, st, seq, body, cause, w.cfg.Clock())
+		body := decide(st)
+		if body == nil {
+			return nil
+		}
+		_, aseq, err := appendEvent(ctx, w.js, st, seq, body, cause, w.cfg.Clock())
 		if errors.Is(err, ErrConflict) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		// Nudge: the migration's own work message may be parked on a long
-		// timer; a second driver is harmless (it loses every append race).
 		msg := nats.NewMsg(events.WorkSubject(id))
 		msg.Data = []byte(id)
-		_, err = publishRetry(ctx, w.js, msg, jetstream.WithMsgID(id+"-nudge-"+cause))
+		_, err = publishRetry(ctx, w.js, msg, jetstream.WithMsgID(fmt.Sprintf("%s-nudge-%d", id, aseq)))
 		return err
 	}
 }

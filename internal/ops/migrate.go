@@ -29,6 +29,8 @@ type StartRequest struct {
 	JSON bool
 	// MaxWriteBlock is the write-block budget (0: the write lease).
 	MaxWriteBlock time.Duration
+	// Rate caps the historical copy in records a second (0: no cap).
+	Rate int
 }
 
 // Start asks the orchestrator to migrate r.Resource and prints the
@@ -50,6 +52,9 @@ func Start(ctx context.Context, r StartRequest, stdout, stderr io.Writer) error 
 	if r.MaxWriteBlock < 0 {
 		return fmt.Errorf("%w: --max-write-block must be >= 0", ErrUsage)
 	}
+	if r.Rate < 0 {
+		return fmt.Errorf("%w: --rate must be >= 0", ErrUsage)
+	}
 	o, err := dial(ctx, r.NATS)
 	if err != nil {
 		return err
@@ -66,7 +71,7 @@ func Start(ctx context.Context, r StartRequest, stdout, stderr io.Writer) error 
 	if err := pf.refusal(res); err != nil {
 		return err
 	}
-	id, err := o.orch.Start(ctx, events.Start{Resource: res.String(), Target: r.Target, MaxWriteBlock: r.MaxWriteBlock})
+	id, err := o.orch.Start(ctx, events.Start{Resource: res.String(), Target: r.Target, MaxWriteBlock: r.MaxWriteBlock, Rate: r.Rate})
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
@@ -195,7 +200,7 @@ func followMigration(ctx context.Context, o *conn, id string, timeout time.Durat
 func notable(typ string) bool {
 	switch typ {
 	case events.TypeStepFailed, events.TypeRolledBack, events.TypeRescheduled, events.TypeValidated,
-		events.TypeCancelRequested, events.TypeForceReleased, events.TypeChildStarted, events.TypeCleanedUp, events.TypeAdminRefused:
+		events.TypeCancelRequested, events.TypePaused, events.TypeResumed, events.TypeThrottled, events.TypeForceReleased, events.TypeChildStarted, events.TypeCleanedUp, events.TypeAdminRefused:
 		return true
 	}
 	return false

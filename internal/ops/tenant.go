@@ -38,6 +38,12 @@ type TenantRequest struct {
 	// MaxWriteBlock is every child's write-block budget (0: the write
 	// lease).
 	MaxWriteBlock time.Duration
+	// Rate caps the copy of all the children together, in records a
+	// second (0: no cap).
+	Rate int
+	// MaxWriteLockP99 is the brake: the move halves its concurrency when
+	// its children's write-blocked p99 passes it (0: no brake).
+	MaxWriteLockP99 time.Duration
 }
 
 // StartTenant asks the orchestrator to migrate a tenant's resources and
@@ -62,6 +68,9 @@ func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer)
 	if r.MaxWriteBlock < 0 {
 		return fmt.Errorf("%w: --max-write-block must be >= 0", ErrUsage)
 	}
+	if r.Rate < 0 || r.MaxWriteLockP99 < 0 {
+		return fmt.Errorf("%w: --rate and --max-write-lock-p99 must be >= 0", ErrUsage)
+	}
 	resources, err := tenantResources(r.Resources, r.ResourcesFile)
 	if err != nil {
 		return err
@@ -75,7 +84,7 @@ func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer)
 		return err
 	}
 	id, err := o.orch.StartTenant(ctx, events.StartTenant{Tenant: tenant, Target: r.Target, Resources: resources, Concurrency: r.Concurrency,
-		MaxWriteBlock: r.MaxWriteBlock})
+		MaxWriteBlock: r.MaxWriteBlock, Rate: r.Rate, MaxWriteLockP99: r.MaxWriteLockP99})
 	if err != nil {
 		return fmt.Errorf("start tenant: %w", err)
 	}

@@ -110,6 +110,37 @@ func describe(e *events.Envelope) string {
 		return b.Resource + " as " + b.MigrationID
 	case events.CancelRequested:
 		return b.Reason
+	case events.Paused:
+		s := "paused"
+		if b.ByParent {
+			s += " by its tenant move"
+		}
+		if b.Reason != "" {
+			s += ": " + b.Reason
+		}
+		if st := e.State; st != nil && (st.Phase == events.PhaseDelta || st.Phase == events.PhaseValidated) {
+			s += " (takes effect after the swap or the rollback)"
+		}
+		return s
+	case events.Resumed:
+		if e.State != nil && e.State.PausedFor > 0 {
+			return "resumed; paused " + e.State.PausedFor.Round(time.Millisecond).String() + " in all"
+		}
+		return "resumed"
+	case events.Throttled:
+		s := ""
+		if b.Concurrency > 0 {
+			s = fmt.Sprintf("concurrency %d, ", b.Concurrency)
+		}
+		if b.Rate > 0 {
+			s += fmt.Sprintf("rate %d records/s", b.Rate)
+		} else {
+			s += "no rate cap"
+		}
+		if b.Auto {
+			s = "brake: " + s + " (" + b.Reason + ")"
+		}
+		return s
 	case events.TenantStarted:
 		return fmt.Sprintf("tenant %s → %s: %d resources, concurrency %d", b.Tenant, b.Target, len(b.Resources), b.Concurrency)
 	case events.TenantProgress:
@@ -180,6 +211,17 @@ func printState(w io.Writer, st *events.State) {
 		row("status", "%s", st.Status)
 		row("progress", "%d/%d finished: %d completed, %d failed, %d dropped; %d active (concurrency %d)",
 			f.Finished(), len(f.Resources), f.Completed, f.Failed, f.Dropped, len(f.Active), f.Concurrency)
+		pausedRow(row, st)
+		if f.Rate > 0 || f.Brakes > 0 || f.MaxWriteLockP99 > 0 {
+			line := throttleText(st)
+			if f.MaxWriteLockP99 > 0 {
+				line += fmt.Sprintf("; brake at write-lock p99 %s", f.MaxWriteLockP99)
+			}
+			if f.Brakes > 0 {
+				line += fmt.Sprintf("; braked %d time(s), last: %s", f.Brakes, f.BrakeReason)
+			}
+			row("throttle", "%s", line)
+		}
 		for _, c := range f.Active {
 			row("active", "%s (%s)", c.Resource, c.MigrationID)
 		}
@@ -202,6 +244,10 @@ func printState(w io.Writer, st *events.State) {
 			}
 			if st.Abort != "" {
 				row("aborting", "%s", st.Abort)
+			}
+			pausedRow(row, st)
+			if st.Rate > 0 {
+				row("throttle", "%s", throttleText(st))
 			}
 		}
 		if st.WriteBlocked > 0 || st.MaxWriteBlock > 0 {
@@ -229,6 +275,24 @@ func printState(w io.Writer, st *events.State) {
 		row("ended", "%s (after %s)", st.EndedAt.UTC().Format(time.RFC3339Nano), st.EndedAt.Sub(st.RequestedAt).Round(time.Millisecond))
 	}
 	row("events", "%d", st.Events)
+}
+
+// pausedRow prints a paused migration's or tenant move's pause.
+func pausedRow(row func(k, format string, args ...any), st *events.State) {
+	if !st.Paused {
+		return
+	}
+	line := "since " + st.PausedAt.UTC().Format(time.RFC3339)
+	if st.PausedByParent {
+		line += ", by its tenant move"
+	}
+	if st.PauseReason != "" {
+		line += ": " + st.PauseReason
+	}
+	if st.Phase == events.PhaseDelta || st.Phase == events.PhaseValidated {
+		line += " (takes effect after the swap or the rollback)"
+	}
+	row("paused", "%s", line)
 }
 
 // rolledBack is how many attempts of an active migration have rolled back

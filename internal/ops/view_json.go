@@ -57,6 +57,12 @@ type StateJSON struct {
 	// write lease).
 	WriteBlockedMs  int64 `json:"write_blocked_ms"`
 	MaxWriteBlockMs int64 `json:"max_write_block_ms,omitempty"`
+	// Paused is set while a pause holds the migration (PausedAt: since
+	// when); RateRecordsPerS is its copy cap (0: none).
+	Paused          bool   `json:"paused,omitempty"`
+	PausedAt        string `json:"paused_at,omitempty"`
+	PauseReason     string `json:"pause_reason,omitempty"`
+	RateRecordsPerS int    `json:"rate_records_per_s,omitempty"`
 	// Retrying is set on an active migration that has rolled back at least
 	// once (the rolled-back phase, or a fresh attempt after it).
 	Retrying bool `json:"retrying,omitempty"`
@@ -98,6 +104,11 @@ type fanoutJSON struct {
 	Failed      int    `json:"failed"`
 	Dropped     int    `json:"dropped"`
 	Concurrency int    `json:"concurrency"`
+	// Brakes counts the automatic brakes, BrakeReason the last one's
+	// reason; MaxWriteLockP99Ms is the brake's threshold.
+	Brakes            int    `json:"brakes,omitempty"`
+	BrakeReason       string `json:"brake_reason,omitempty"`
+	MaxWriteLockP99Ms int64  `json:"max_write_lock_p99_ms,omitempty"`
 }
 
 func toStateJSON(st *events.State, seq uint64) StateJSON {
@@ -109,7 +120,8 @@ func toStateJSON(st *events.State, seq uint64) StateJSON {
 		Reason: st.Reason, Abort: st.Abort, LockExpiry: rfc(st.LockExpiry), WaitUntil: rfc(st.WaitUntil),
 		RequestedAt: rfc(st.RequestedAt), EndedAt: rfc(st.EndedAt), Figures: ToFiguresJSON(st.Figures), Children: slices.Clone(st.Children),
 		Events: st.Events, LastSeq: seq, Retrying: rolledBack(st) > 0,
-		WriteBlockedMs: st.WriteBlocked.Milliseconds(), MaxWriteBlockMs: st.MaxWriteBlock.Milliseconds()}
+		WriteBlockedMs: st.WriteBlocked.Milliseconds(), MaxWriteBlockMs: st.MaxWriteBlock.Milliseconds(),
+		Paused: st.Paused, PausedAt: rfc(st.PausedAt), PauseReason: st.PauseReason, RateRecordsPerS: st.Rate}
 	if st.Token != "" {
 		j.Token = kvrouting.Token(st.Token).Redacted()
 	}
@@ -118,7 +130,9 @@ func toStateJSON(st *events.State, seq uint64) StateJSON {
 	}
 	if f := st.Fanout; f != nil {
 		j.Fanout = &fanoutJSON{Tenant: f.Tenant, Target: f.Target, Total: len(f.Resources), Started: f.Next, Active: len(f.Active),
-			Completed: f.Completed, Failed: f.Failed, Dropped: f.Dropped, Concurrency: f.Concurrency}
+			Completed: f.Completed, Failed: f.Failed, Dropped: f.Dropped, Concurrency: f.Concurrency,
+			Brakes: f.Brakes, BrakeReason: f.BrakeReason, MaxWriteLockP99Ms: f.MaxWriteLockP99.Milliseconds()}
+		j.RateRecordsPerS = f.Rate
 	}
 	return j
 }

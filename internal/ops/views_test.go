@@ -67,7 +67,8 @@ func states() []*events.State {
 		{ID: "m-active", Resource: "conv/lunch", Source: "us-east", Target: "eu-west", Phase: events.PhaseHistorical, Status: events.StatusActive,
 			Attempt: 1, MaxAttempts: 3, Token: secret, LockExpiry: at(30 * time.Second), WaitUntil: past, RequestedAt: t0,
 			Services: []events.ServiceProgress{{Service: "messages", Pages: 3, Records: 750, HistoricalDone: true}, {Service: "reactions", Pages: 1, Records: 12}},
-			Events:   9},
+			Paused:   true, PausedAt: at(time.Second), PauseReason: "peak hours", Rate: 500,
+			Events: 9},
 		{ID: "m-waiting", Resource: "conv/new", Target: "eu-west", Phase: events.PhasePreLocked, Status: events.StatusActive,
 			Attempt: 2, MaxAttempts: 3, Token: secret, LockExpiry: far, WaitUntil: far, Abort: "cancel requested: operator",
 			Parent: "t-acme", Tenant: "acme", RequestedAt: t0, Events: 4},
@@ -80,7 +81,8 @@ func states() []*events.State {
 			Attempt: 3, MaxAttempts: 3, Reason: "no contract service answers in ap-south", RequestedAt: t0, EndedAt: at(2 * time.Second), Events: 12},
 		{ID: "t-acme", Target: "eu-west", Tenant: "acme", Phase: events.PhaseTenant, Status: events.StatusActive, RequestedAt: t0, Events: 7,
 			Fanout: &events.TenantState{Tenant: "acme", Target: "eu-west", Resources: []string{"conv/a", "conv/b", "conv/c", "conv/d"}, Concurrency: 2, Next: 3,
-				Active: []events.TenantChild{{Resource: "conv/c", MigrationID: "m-c"}}, Completed: 1, Failed: 1}},
+				Active: []events.TenantChild{{Resource: "conv/c", MigrationID: "m-c"}}, Completed: 1, Failed: 1,
+				Rate: 1000, MaxWriteLockP99: 500 * time.Millisecond, Brakes: 1, BrakeReason: "write-lock p99 1.2s over 500ms across the last 5 children"}},
 	}
 }
 
@@ -160,6 +162,11 @@ func timeline() []*events.Envelope {
 		{20 * time.Minute, events.FenceForceCleared{Resource: "conv/lunch", Region: "us-east", Services: []string{"messages", "reactions"}, Previous: "fenced@41", Repaired: "primary@57",
 			Approvers: []string{"alice", "bob"}, ApprovalIDs: []string{"ap-3", "ap-4"}, Reason: "bucket recreated", Failed: "reactions: timeout", Note: "readstate had nothing to repair"}, nil},
 		{21 * time.Minute, events.AdminRefused{Command: "fence-clear", Resource: "conv/lunch", Region: "us-east", Approvers: []string{"alice"}, Reason: "r", Code: events.RefusedApprovals, Refusal: "one approver"}, nil},
+		{22 * time.Minute, events.Paused{Reason: "peak hours"}, st(events.PhaseHistorical, active, 1)},
+		{23 * time.Minute, events.Paused{Reason: "tenant move paused", ByParent: true}, st(events.PhaseDelta, active, 1)},
+		{24 * time.Minute, events.Resumed{}, st(events.PhaseHistorical, active, 1)},
+		{25 * time.Minute, events.Throttled{Rate: 500}, nil},
+		{26 * time.Minute, events.Throttled{Concurrency: 4, Rate: 1000, Auto: true, Reason: "write-lock p99 1.2s over 500ms across the last 5 children"}, nil},
 	}
 	out := make([]*events.Envelope, len(bodies))
 	for i, b := range bodies {
