@@ -30,11 +30,15 @@ type MigrationView struct {
 	// WriteBlocked is how long the resource's writes have been blocked
 	// over every attempt (events.State.WriteBlocked).
 	WriteBlocked time.Duration
-	Figures      *events.Figures
-	Children     []string
-	Timeline     []TimelineEntry
-	LastSeq      uint64
-	Updated      time.Time
+	// Paused is set while a pause holds it; Rate is its copy cap in
+	// records a second (0: none).
+	Paused   bool
+	Rate     int
+	Figures  *events.Figures
+	Children []string
+	Timeline []TimelineEntry
+	LastSeq  uint64
+	Updated  time.Time
 }
 
 // TenantView is the progress of one tenant fan-out.
@@ -50,6 +54,13 @@ type TenantView struct {
 	Dropped     int
 	Concurrency int
 	Status      events.Status
+	// Paused is set while the move is paused; Rate caps its copy (records
+	// a second, 0: none); Brakes counts its automatic brakes and
+	// BrakeReason says why the last one tripped.
+	Paused      bool
+	Rate        int
+	Brakes      int
+	BrakeReason string
 }
 
 // Distribution summarises one phase's durations over completed migrations.
@@ -108,6 +119,7 @@ func (m *models) apply(seq uint64, e *events.Envelope) {
 	}
 	v.Resource, v.Tenant, v.Parent, v.Source, v.Target = st.Resource, st.Tenant, st.Parent, st.Source, st.Target
 	v.Phase, v.Status, v.Attempt, v.Reason, v.WriteBlocked = st.Phase, st.Status, st.Attempt, st.Reason, st.WriteBlocked
+	v.Paused, v.Rate = st.Paused, st.Rate
 	v.Children = slices.Clone(st.Children)
 	v.Timeline = append(v.Timeline, TimelineEntry{Seq: seq, Type: e.Type, Phase: st.Phase, Time: e.Time})
 	v.LastSeq, v.Updated = seq, e.Time
@@ -118,7 +130,7 @@ func (m *models) apply(seq uint64, e *events.Envelope) {
 	if f := st.Fanout; f != nil {
 		m.tenants[e.MigrationID] = &TenantView{ID: e.MigrationID, Tenant: f.Tenant, Target: f.Target, Total: len(f.Resources),
 			Started: f.Next, Active: len(f.Active), Completed: f.Completed, Failed: f.Failed, Dropped: f.Dropped,
-			Concurrency: f.Concurrency, Status: st.Status}
+			Concurrency: f.Concurrency, Status: st.Status, Paused: st.Paused, Rate: f.Rate, Brakes: f.Brakes, BrakeReason: f.BrakeReason}
 		return
 	}
 	if c, ok := e.Body.(events.Completed); ok {

@@ -48,7 +48,8 @@ func headless(ctx context.Context, t *testing.T, bin, url string, extra ...strin
 
 // TestDashboardInABrowser loads the operator dashboard in headless Chromium
 // while a real migration runs: the page (server-sent events, no CDN)
-// shows the migration and then shows it completed; a screenshot is
+// shows the migration and then shows it completed, then a tenant move
+// paused and throttled with the write-blocked column; a screenshot is
 // written under the test's temp dir. Skipped, saying why, without Chromium.
 func TestDashboardInABrowser(t *testing.T) {
 	if testing.Short() {
@@ -77,8 +78,16 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 	}
 	// The page before any migration.
-	if dom := headless(ctx, t, bin, url, "--dump-dom"); !strings.Contains(dom, "Migrations in flight") {
-		t.Fatalf("the dashboard did not load:\n%.2000s", dom)
+	// (A browser's first start on a fresh machine may crash: it is tried
+	// three times.)
+	for i := 0; ; i++ {
+		dom := headless(ctx, t, bin, url, "--dump-dom")
+		if strings.Contains(dom, "Migrations in flight") {
+			break
+		}
+		if i == 2 {
+			t.Fatalf("the dashboard did not load:\n%.2000s", dom)
+		}
 	}
 	id, err := ts.orch.Start(ctx, events.Start{Resource: "conv/dash", Target: "eu-west"})
 	if err != nil {
@@ -117,6 +126,46 @@ func TestDashboardInABrowser(t *testing.T) {
 			}
 			break
 		}
+	}
+	// Steering shows: a tenant move paused and throttled, and every
+	// migration's write-blocked time.
+	for _, conv := range []string{"dash-a", "dash-b"} {
+		if _, err := c.CreateConversation(ctx, client.NewConversation{ID: conv, Title: conv}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if _, err := c.PostMessage(ctx, conv, client.NewMessage{ID: "m" + string(rune('a'+i)), Text: "hi"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tid, err := ts.orch.StartTenant(ctx, events.StartTenant{Tenant: "dash", Target: "eu-west", Resources: []string{"conv/dash-a", "conv/dash-b"},
+		Concurrency: 2, Rate: 2}) // a record a second each: it runs long enough to steer
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.orch.Send(ctx, events.Pause{MigrationID: tid, Reason: "dashboard test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.orch.Send(ctx, events.Throttle{MigrationID: tid, Concurrency: 1, Rate: 500}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		dom := headless(ctx, t, bin, url, "--dump-dom")
+		if strings.Contains(dom, `<span class="paused">paused</span>`) && strings.Contains(dom, `data-throttle="`+tid+`">500 rec/s`) {
+			for _, want := range []string{"<th>writes blocked</th>", "<th>steering</th>", "<th>throttle</th>"} {
+				if !strings.Contains(dom, want) {
+					t.Fatalf("the page lacks %s:\n%.3000s", want, dom)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tenant move %s never shown paused and throttled:\n%.4000s", tid, dom)
+		}
+	}
+	if err := ts.orch.Send(ctx, events.Resume{MigrationID: tid}); err != nil {
+		t.Fatal(err)
 	}
 	shot := filepath.Join(t.TempDir(), "dashboard.png")
 	headless(ctx, t, bin, url, "--window-size=1280,900", "--screenshot="+shot)

@@ -34,6 +34,7 @@ const (
 	MetricMigrations      = "cutover_migrations_total"
 	MetricRollbacks       = "cutover_migration_rollbacks_total"
 	MetricValidationFails = "cutover_migration_validation_failures_total"
+	MetricSteering        = "cutover_migration_steering_total"
 	MetricHTTPResponses   = "cutover_http_responses_total"
 	MetricHTTPRejected    = "cutover_http_rejected_423_total"
 	MetricQueuedWrites    = "cutover_api_queued_writes_total"
@@ -50,7 +51,9 @@ const (
 // Closed label sets: reasons and lock names are classified so that free-form
 // error text never becomes a label value (bounded cardinality).
 var (
-	rollbackReasons   = []string{"validation", "cancelled", "force-released", "write-lock-expired", "lock-expired", "lock-lost", "transient-failures", "other"}
+	rollbackReasons = []string{"validation", "cancelled", "force-released", "write-lock-expired", "lock-expired", "lock-lost", "transient-failures",
+		"write-block-budget", "paused-past-bound", "other"}
+	steeringActions   = []string{"paused", "resumed", "throttled", "brake"}
 	validationReasons = []string{"budget", "count", "missing", "extra", "content", "read-error", "other"}
 	lockLabels        = []string{"write-lock", "locked-secondary", "not-authoritative", "fence-write", "moved", "fence-hard-delete", "other"}
 	outcomes          = []string{string(events.StatusCompleted), string(events.StatusFailed), string(events.StatusDropped)}
@@ -67,6 +70,7 @@ type Metrics struct {
 	migrations  *prometheus.CounterVec
 	rollbacks   *prometheus.CounterVec
 	validations *prometheus.CounterVec
+	steering    *prometheus.CounterVec
 	responses   *prometheus.CounterVec
 	rejected    *prometheus.CounterVec
 	queued      *prometheus.CounterVec
@@ -104,6 +108,9 @@ func New() *Metrics {
 		validations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricValidationFails, Help: "Failed pre-cutover validations (paper 001 §5.3), by reason class.",
 		}, []string{"reason"}),
+		steering: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricSteering, Help: "Operators' and the brake's steering of migrations and tenant moves, by action: paused, resumed, throttled (an operator's throttle), brake (a tenant move halved its concurrency on its write-lock p99).",
+		}, []string{"action"}),
 		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricHTTPResponses, Help: "HTTP responses of the user-facing API, by status code.",
 		}, []string{"code"}),
@@ -136,7 +143,10 @@ func New() *Metrics {
 	for _, o := range outcomes {
 		m.migrations.WithLabelValues(o)
 	}
-	reg.MustRegister(m.phase, m.writeLock, m.migrations, m.rollbacks, m.validations, m.responses, m.rejected, m.queued, m.queueWait, m.routing, m.clients)
+	for _, a := range steeringActions {
+		m.steering.WithLabelValues(a)
+	}
+	reg.MustRegister(m.phase, m.writeLock, m.migrations, m.rollbacks, m.validations, m.steering, m.responses, m.rejected, m.queued, m.queueWait, m.routing, m.clients)
 	return m
 }
 
@@ -158,6 +168,22 @@ func (m *Metrics) Handler() http.Handler {
 
 // Observe folds one migration event into the collectors.
 func (m *Metrics) Observe(e *events.Envelope) {
+	switch b := e.Body.(type) {
+	case events.Paused:
+		if !b.ByParent { // the children of a paused tenant move: one pause
+			m.steering.WithLabelValues("paused").Inc()
+		}
+	case events.Resumed:
+		if !b.ByParent {
+			m.steering.WithLabelValues("resumed").Inc()
+		}
+	case events.Throttled:
+		if b.Auto {
+			m.steering.WithLabelValues("brake").Inc()
+		} else if e.State == nil || e.State.Fanout != nil || e.State.Parent == "" {
+			m.steering.WithLabelValues("throttled").Inc() // not a tenant's share passed to a child
+		}
+	}
 	if e.State != nil && e.State.Fanout != nil {
 		return // a tenant fan-out's figures are not a migration's
 	}
@@ -201,6 +227,10 @@ func RollbackClass(reason string) string {
 		return "lock-lost"
 	case strings.Contains(reason, "transient failures"):
 		return "transient-failures"
+	case strings.HasPrefix(reason, "write-block budget"):
+		return "write-block-budget"
+	case strings.HasPrefix(reason, "paused past"):
+		return "paused-past-bound"
 	}
 	return "other"
 }

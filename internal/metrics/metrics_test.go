@@ -64,8 +64,21 @@ func TestMetricsObserveEvents(t *testing.T) {
 		{Body: events.RolledBack{Reason: "validation failed: messages: ..."}},
 		{Body: events.RolledBack{Reason: "3 transient failures in historical-copy: timeout"}},
 		{Body: events.Failed{Reason: "cancelled"}},
+		// Steering: an operator's pause of a tenant move counts once, not
+		// once more per child it pauses; its brake counts as a brake.
+		{Body: events.Paused{Reason: "peak"}, State: &events.State{Fanout: &events.TenantState{}}},
+		{Body: events.Paused{ByParent: true}, State: &events.State{Parent: "t"}},
+		{Body: events.Resumed{}, State: &events.State{}},
+		{Body: events.Throttled{Concurrency: 2, Auto: true}, State: &events.State{Fanout: &events.TenantState{}}},
+		{Body: events.Throttled{Rate: 10}, State: &events.State{Parent: "t"}},
+		{Body: events.Throttled{Rate: 10}, State: &events.State{}},
 	} {
 		m.Observe(e)
+	}
+	for action, want := range map[string]float64{"paused": 1, "resumed": 1, "brake": 1, "throttled": 1} {
+		if got := value(t, m.steering.WithLabelValues(action)); got != want {
+			t.Errorf("steering %s: %v, want %v", action, got, want)
+		}
 	}
 	fams, err := m.reg.Gather()
 	if err != nil {
@@ -97,6 +110,7 @@ func TestReasonClasses(t *testing.T) {
 		"validation failed: x": "validation", "cancelled: by op": "cancelled", "force-released": "force-released",
 		"write lock expired": "write-lock-expired", "lock expired": "lock-expired", "pre-lock lost": "lock-lost",
 		"lock lost: kvrouting: lock token mismatch": "lock-lost", "3 transient failures in delta-copy: x": "transient-failures", "?": "other",
+		"write-block budget 250ms spent (writes blocked 300ms)": "write-block-budget", "paused past the lock's bound: x": "paused-past-bound",
 	} {
 		if got := RollbackClass(reason); got != want {
 			t.Errorf("RollbackClass(%q) = %q, want %q", reason, got, want)

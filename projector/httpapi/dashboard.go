@@ -54,6 +54,10 @@ type BoardMigration struct {
 	// WriteBlockedMs is how long writes were blocked over every attempt
 	// (rolled-back ones included).
 	WriteBlockedMs int64 `json:"write_blocked_ms,omitempty"`
+	// Paused is set while a pause holds it; RateRecordsPerS is its copy
+	// cap (0: none).
+	Paused          bool `json:"paused,omitempty"`
+	RateRecordsPerS int  `json:"rate_records_per_s,omitempty"`
 }
 
 // BoardTenant is a tenant move's progress, with an ETA at its observed
@@ -68,6 +72,13 @@ type BoardTenant struct {
 	Failed    int     `json:"failed"`
 	ElapsedMs float64 `json:"elapsed_ms"`
 	ETAMs     float64 `json:"eta_ms"`
+	// The move's steering: paused, its concurrency and copy cap (0: none),
+	// its automatic brakes and why the last one tripped.
+	Paused          bool   `json:"paused,omitempty"`
+	Concurrency     int    `json:"concurrency"`
+	RateRecordsPerS int    `json:"rate_records_per_s,omitempty"`
+	Brakes          int    `json:"brakes,omitempty"`
+	BrakeReason     string `json:"brake_reason,omitempty"`
 }
 
 // BoardBucket is one write-lock histogram bucket.
@@ -124,7 +135,7 @@ func board(snap projector.Snapshot, now time.Time) Board {
 			start = v.Timeline[0].Time
 		}
 		m := BoardMigration{ID: v.ID, Resource: v.Resource, Source: v.Source, Target: v.Target, Phase: string(v.Phase),
-			Status: string(v.Status), Attempt: v.Attempt}
+			Status: string(v.Status), Attempt: v.Attempt, WriteBlockedMs: v.WriteBlocked.Milliseconds(), Paused: v.Paused, RateRecordsPerS: v.Rate}
 		if v.Status == events.StatusActive {
 			m.ElapsedMs = float64(now.Sub(start).Milliseconds())
 			b.InFlight = append(b.InFlight, m)
@@ -133,7 +144,6 @@ func board(snap projector.Snapshot, now time.Time) Board {
 			}
 		} else {
 			m.ElapsedMs = float64(v.Updated.Sub(start).Milliseconds())
-			m.WriteBlockedMs = v.WriteBlocked.Milliseconds()
 			if v.Figures != nil {
 				m.WriteLockMs = v.Figures.WriteLockMs
 			}
@@ -158,7 +168,8 @@ func board(snap projector.Snapshot, now time.Time) Board {
 	}
 	for _, t := range snap.Tenants {
 		bt := BoardTenant{ID: t.ID, Tenant: t.Tenant, Target: t.Target, Status: string(t.Status), Total: t.Total,
-			Finished: t.Completed + t.Failed + t.Dropped, Failed: t.Failed}
+			Finished: t.Completed + t.Failed + t.Dropped, Failed: t.Failed,
+			Paused: t.Paused, Concurrency: t.Concurrency, RateRecordsPerS: t.Rate, Brakes: t.Brakes, BrakeReason: t.BrakeReason}
 		if v, ok := snap.Migrations[t.ID]; ok && len(v.Timeline) > 0 {
 			end := now
 			if t.Status != events.StatusActive {

@@ -107,7 +107,8 @@ func Handler(p *projector.Projector, metrics http.Handler, o Options) http.Handl
 			return
 		}
 		sendJSON(w, http.StatusOK, Tenant{ID: t.ID, Tenant: t.Tenant, Target: t.Target, Status: string(t.Status), Total: t.Total,
-			Started: t.Started, Active: t.Active, Completed: t.Completed, Failed: t.Failed, Dropped: t.Dropped, Concurrency: t.Concurrency})
+			Started: t.Started, Active: t.Active, Completed: t.Completed, Failed: t.Failed, Dropped: t.Dropped, Concurrency: t.Concurrency,
+			Paused: t.Paused, RateRecordsPerS: t.Rate, Brakes: t.Brakes, BrakeReason: t.BrakeReason})
 	})
 	dashboard(mux, p, o)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -176,12 +177,16 @@ type Migration struct {
 	Reason   string `json:"reason,omitempty"`
 	// WriteBlockedMs is how long the resource's writes have been blocked
 	// over every attempt.
-	WriteBlockedMs int64           `json:"write_blocked_ms"`
-	Figures        *Figures        `json:"figures,omitempty"`
-	Children       []string        `json:"children,omitempty"`
-	LastSeq        uint64          `json:"last_seq"`
-	Updated        string          `json:"updated"`
-	Timeline       []TimelineEntry `json:"timeline,omitempty"`
+	WriteBlockedMs int64 `json:"write_blocked_ms"`
+	// Paused is set while a pause holds the migration; RateRecordsPerS
+	// is its copy cap (0: none).
+	Paused          bool            `json:"paused,omitempty"`
+	RateRecordsPerS int             `json:"rate_records_per_s,omitempty"`
+	Figures         *Figures        `json:"figures,omitempty"`
+	Children        []string        `json:"children,omitempty"`
+	LastSeq         uint64          `json:"last_seq"`
+	Updated         string          `json:"updated"`
+	Timeline        []TimelineEntry `json:"timeline,omitempty"`
 }
 
 // TimelineEntry is one event of a migration's timeline.
@@ -205,6 +210,13 @@ type Tenant struct {
 	Failed      int    `json:"failed"`
 	Dropped     int    `json:"dropped"`
 	Concurrency int    `json:"concurrency"`
+	// Paused, RateRecordsPerS, Brakes and BrakeReason are the move's
+	// steering: paused, its copy cap (0: none), its automatic brakes and
+	// why the last one tripped.
+	Paused          bool   `json:"paused,omitempty"`
+	RateRecordsPerS int    `json:"rate_records_per_s,omitempty"`
+	Brakes          int    `json:"brakes,omitempty"`
+	BrakeReason     string `json:"brake_reason,omitempty"`
 }
 
 // Durations summarises a phase's durations.
@@ -218,8 +230,8 @@ type Durations struct {
 func toMigration(v projector.MigrationView, timeline bool) Migration {
 	j := Migration{ID: v.ID, Resource: v.Resource, Tenant: v.Tenant, Parent: v.Parent, Source: v.Source, Target: v.Target,
 		Phase: string(v.Phase), Status: string(v.Status), Attempt: v.Attempt, Reason: v.Reason, Figures: FiguresOf(v.Figures),
-		WriteBlockedMs: v.WriteBlocked.Milliseconds(),
-		Children:       v.Children, LastSeq: v.LastSeq, Updated: Time(v.Updated)}
+		WriteBlockedMs: v.WriteBlocked.Milliseconds(), Paused: v.Paused, RateRecordsPerS: v.Rate,
+		Children: v.Children, LastSeq: v.LastSeq, Updated: Time(v.Updated)}
 	if timeline {
 		for _, t := range v.Timeline {
 			j.Timeline = append(j.Timeline, TimelineEntry{Seq: t.Seq, Type: t.Type, Phase: string(t.Phase), Time: Time(t.Time)})
