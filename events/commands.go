@@ -59,6 +59,10 @@ type StartTenant struct {
 	// children that ended lately passes it at the 99th percentile, the
 	// move halves its concurrency (0: no brake).
 	MaxWriteLockP99 time.Duration `msgpack:"brake,omitempty"`
+	// MaxSourceLatency is the brake on the source stores: when a running
+	// child's slowest export page of its last step took longer, the move
+	// halves its concurrency (0: no brake).
+	MaxSourceLatency time.Duration `msgpack:"brakelat,omitempty"`
 }
 
 // Cancel rolls a migration back (before its swap) and fails it.

@@ -101,6 +101,9 @@ type PageCopied struct {
 	Count      int      `msgpack:"n"`
 	More       bool     `msgpack:"more"`
 	Dependents []string `msgpack:"deps,omitempty"`
+	// ExportMs is how long the source took to export the page: the
+	// tenant brake's source-latency sample (State.SourceLatency).
+	ExportMs int64 `msgpack:"exms,omitempty"`
 }
 
 // PagesCopied checkpoints the next historical page of each of several
@@ -253,9 +256,10 @@ type TenantStarted struct {
 	Concurrency int      `msgpack:"conc"`
 	// MaxWriteBlock is every child's write-block budget.
 	MaxWriteBlock time.Duration `msgpack:"mwb,omitempty"`
-	// Rate and MaxWriteLockP99 are StartTenant's.
-	Rate            int           `msgpack:"rate,omitempty"`
-	MaxWriteLockP99 time.Duration `msgpack:"brake,omitempty"`
+	// Rate, MaxWriteLockP99 and MaxSourceLatency are StartTenant's.
+	Rate             int           `msgpack:"rate,omitempty"`
+	MaxWriteLockP99  time.Duration `msgpack:"brake,omitempty"`
+	MaxSourceLatency time.Duration `msgpack:"brakelat,omitempty"`
 }
 
 // TenantProgress records a child started or finished by a tenant fan-out.

@@ -86,13 +86,20 @@ type TenantState struct {
 	Blocked         []int64       `msgpack:"blk,omitempty"`
 	Brakes          int           `msgpack:"brakes,omitempty"`
 	BrakeReason     string        `msgpack:"brakewhy,omitempty"`
+	// MaxSourceLatency is the source-latency brake's threshold (0: none);
+	// LastBrakeAt is when the last brake tripped (the latency brake waits
+	// BrakeCooldown after it, for samples at the new concurrency).
+	MaxSourceLatency time.Duration `msgpack:"brakelat,omitempty"`
+	LastBrakeAt      time.Time     `msgpack:"tbrake,omitempty"`
 }
 
 // BrakeWindow is how many ended children's write-blocked times the brake
 // looks at; BrakeMinSamples how many it needs before it decides.
+// BrakeCooldown is the least time between two source-latency brakes.
 const (
 	BrakeWindow     = 50
 	BrakeMinSamples = 5
+	BrakeCooldown   = 10 * time.Second
 )
 
 // ChildRate is the copy rate of each child: the move's Rate shared by the
@@ -173,6 +180,9 @@ type State struct {
 	PausedFor      time.Duration `msgpack:"pfor,omitempty"`
 	// Rate caps the historical copy in records a second (0: none).
 	Rate int `msgpack:"rate,omitempty"`
+	// SourceLatency is the slowest export page of the last historical
+	// step (PageCopied.ExportMs).
+	SourceLatency time.Duration `msgpack:"srclat,omitempty"`
 
 	Events int `msgpack:"n"`
 }

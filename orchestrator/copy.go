@@ -43,8 +43,9 @@ func (w *Worker) endpointPair(ctx context.Context, st *events.State, service str
 // copiedPage is one page exported and imported: the request and what the
 // export reported.
 type copiedPage struct {
-	req contract.ExportRequest
-	pi  PageInfo
+	req  contract.ExportRequest
+	pi   PageInfo
+	took time.Duration // the export's round trip
 }
 
 // copyRun copies up to w.cfg.PagesPerStep consecutive pages of one service,
@@ -82,9 +83,10 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 		req.Inline = true
 	}
 	type exported struct {
-		req contract.ExportRequest
-		pi  PageInfo
-		err error
+		req  contract.ExportRequest
+		pi   PageInfo
+		err  error
+		took time.Duration // the export's round trip (0: carried)
 	}
 	start := time.Now()
 	pages, stop := make(chan exported, 2), make(chan struct{})
@@ -98,11 +100,14 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 			}
 			pi, ok := carried(st, service, r) // exported by the write lock's step (carry.go)
 			var err error
+			var took time.Duration
 			if !ok {
+				t0 := time.Now()
 				pi, err = src.Export(ctx, st.ID, r)
+				took = time.Since(t0)
 			}
 			select {
-			case pages <- exported{r, pi, err}:
+			case pages <- exported{r, pi, err, took}:
 			case <-stop:
 				return
 			}
@@ -147,7 +152,7 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 			return out, nil, cmp.Or(failed, fmt.Errorf("export %s: %w", service, e.err))
 		}
 		last := e.req.Mode == contract.Delta && !e.pi.More
-		sl := &importSlot{page: copiedPage{e.req, e.pi}, done: make(chan struct{})}
+		sl := &importSlot{page: copiedPage{e.req, e.pi, e.took}, done: make(chan struct{})}
 		if e.pi.Count == 0 && !last && !reset {
 			close(sl.done) // nothing to import
 			inflight = append(inflight, sl)
@@ -262,7 +267,7 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, d *kvrouting.D
 				delta = append(delta, events.DeltaCopied{Service: svc, Cursor: c.req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
 			} else {
 				hist = append(hist, events.PageCopied{Service: svc, Mode: uint8(contract.Historical), Cursor: c.req.Cursor,
-					Next: pi.Next, SyncToken: pi.SyncToken, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
+					Next: pi.Next, SyncToken: pi.SyncToken, Count: pi.Count, More: pi.More, Dependents: pi.Dependents, ExportMs: c.took.Milliseconds()})
 			}
 		}
 	}

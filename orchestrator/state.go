@@ -66,8 +66,10 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 		n.HardDeleteAt, n.LockExpiry = lockedAt, b.Expiry.UTC()
 		startHistorical(n, b.Services)
 	case events.PageCopied:
+		n.SourceLatency = 0
 		applyPage(n, b)
 	case events.PagesCopied:
+		n.SourceLatency = 0
 		for _, pg := range b.Pages {
 			applyPage(n, pg)
 		}
@@ -169,14 +171,15 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 			}
 			if b.Auto {
 				f.Brakes++
-				f.BrakeReason, f.Blocked = b.Reason, nil // fresh evidence at the new concurrency
+				f.BrakeReason, f.Blocked, f.LastBrakeAt = b.Reason, nil, at // fresh evidence at the new concurrency
 			}
 		}
 	case events.TenantStarted:
 		n.Phase, n.Status, n.Tenant, n.Target = events.PhaseTenant, events.StatusActive, b.Tenant, b.Target
 		n.RequestedAt, n.AttemptAt, n.Attempt = at, at, 1
 		n.Fanout = &events.TenantState{Tenant: b.Tenant, Target: b.Target, Resources: slices.Clone(b.Resources), Concurrency: b.Concurrency,
-			MaxWriteBlock: b.MaxWriteBlock, Rate: b.Rate, MaxWriteLockP99: b.MaxWriteLockP99}
+			MaxWriteBlock: b.MaxWriteBlock, Rate: b.Rate, MaxWriteLockP99: b.MaxWriteLockP99,
+			MaxSourceLatency: b.MaxSourceLatency}
 	case events.TenantProgress:
 		if f := n.Fanout; f != nil {
 			if b.Started != "" {
@@ -247,6 +250,7 @@ func applyPage(n *events.State, b events.PageCopied) {
 		p.Pages++
 		p.Records += b.Count
 	}
+	n.SourceLatency = max(n.SourceLatency, time.Duration(b.ExportMs)*time.Millisecond)
 	addPending(n, b.Dependents)
 }
 

@@ -186,20 +186,40 @@ func childSteer(tenant *events.State, f *events.TenantState, cs *events.State) e
 }
 
 // brake is the tenant move's automatic throttle (the Vitess and gh-ost
-// throttlers' idea, on the write fence users feel): once BrakeMinSamples
-// children have ended since the last brake and the 99th percentile of
-// their write-blocked time passes MaxWriteLockP99, it halves the move's
-// concurrency (down to one) and says why. Nil when it does not trip.
-func brake(f *events.TenantState) *events.Throttled {
-	if f.MaxWriteLockP99 <= 0 || len(f.Blocked) < events.BrakeMinSamples || f.Concurrency <= 1 {
+// throttlers' idea, on what users and the source stores feel): it halves
+// the move's concurrency (down to one) and says why when
+//   - MaxWriteLockP99: BrakeMinSamples children or more have ended since
+//     the last brake and the 99th percentile of their write-blocked time
+//     passes it; or
+//   - MaxSourceLatency: a running child's slowest export page in its last
+//     historical step took longer, and BrakeCooldown has passed since the
+//     last brake (time for samples at the new concurrency).
+//
+// Nil when it does not trip.
+func brake(f *events.TenantState, children []*events.State, now time.Time) *events.Throttled {
+	if f.Concurrency <= 1 {
 		return nil
 	}
-	p99 := time.Duration(percentile(f.Blocked, 0.99)) * time.Millisecond
-	if p99 <= f.MaxWriteLockP99 {
-		return nil
+	halve := func(reason string) *events.Throttled {
+		return &events.Throttled{Concurrency: max(f.Concurrency/2, 1), Rate: f.Rate, Auto: true, Reason: reason}
 	}
-	return &events.Throttled{Concurrency: max(f.Concurrency/2, 1), Rate: f.Rate, Auto: true,
-		Reason: fmt.Sprintf("write-lock p99 %s over %s across the last %d children", p99, f.MaxWriteLockP99, len(f.Blocked))}
+	if f.MaxWriteLockP99 > 0 && len(f.Blocked) >= events.BrakeMinSamples {
+		if p99 := time.Duration(percentile(f.Blocked, 0.99)) * time.Millisecond; p99 > f.MaxWriteLockP99 {
+			return halve(fmt.Sprintf("write-lock p99 %s over %s across the last %d children", p99, f.MaxWriteLockP99, len(f.Blocked)))
+		}
+	}
+	if f.MaxSourceLatency > 0 && now.Sub(f.LastBrakeAt) >= events.BrakeCooldown {
+		var worst *events.State
+		for _, cs := range children {
+			if cs != nil && !cs.Status.Terminal() && (worst == nil || cs.SourceLatency > worst.SourceLatency) {
+				worst = cs
+			}
+		}
+		if worst != nil && worst.SourceLatency > f.MaxSourceLatency {
+			return halve(fmt.Sprintf("source export latency %s over %s (%s at %s)", worst.SourceLatency, f.MaxSourceLatency, worst.Resource, worst.Source))
+		}
+	}
+	return nil
 }
 
 // percentile is the nearest-rank q-quantile of xs (not empty).

@@ -336,7 +336,7 @@ func TestBrakeDecision(t *testing.T) {
 		{"down to one", events.TenantState{Concurrency: 1, MaxWriteLockP99: time.Millisecond, Blocked: ms(9, 9, 9, 9, 9)}, 0, ""},
 		{"odd", events.TenantState{Concurrency: 3, MaxWriteLockP99: time.Millisecond, Blocked: ms(9, 9, 9, 9, 9)}, 1, "write-lock p99 9ms over 1ms across the last 5 children"},
 	} {
-		b := brake(&c.f)
+		b := brake(&c.f, nil, time.Now())
 		switch {
 		case c.want == 0 && b != nil:
 			t.Errorf("%s: braked %+v", c.name, b)
@@ -344,10 +344,54 @@ func TestBrakeDecision(t *testing.T) {
 			t.Errorf("%s: got %+v, want concurrency %d because %q", c.name, b, c.want, c.because)
 		}
 	}
+	// The source-latency brake: a running child's slowest export over the
+	// threshold, once per cooldown.
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	slow := []*events.State{{Resource: "conv/a", Source: "us", Status: events.StatusActive, SourceLatency: 80 * time.Millisecond},
+		{Resource: "conv/b", Source: "us", Status: events.StatusActive, SourceLatency: 900 * time.Millisecond},
+		{Resource: "conv/c", Source: "us", Status: events.StatusCompleted, SourceLatency: 5 * time.Second}, nil}
+	lat := events.TenantState{Concurrency: 8, MaxSourceLatency: 500 * time.Millisecond}
+	if b := brake(&lat, slow, now); b == nil || b.Concurrency != 4 || b.Reason != "source export latency 900ms over 500ms (conv/b at us)" {
+		t.Errorf("latency brake: %+v", b)
+	}
+	lat.LastBrakeAt = now.Add(-events.BrakeCooldown / 2)
+	if b := brake(&lat, slow, now); b != nil {
+		t.Errorf("latency brake within its cooldown: %+v", b)
+	}
+	if b := brake(&lat, slow[:1], now.Add(events.BrakeCooldown)); b != nil {
+		t.Errorf("latency brake under the threshold: %+v", b)
+	}
 	if d := pace(100, 50, 100*time.Millisecond); d != 400*time.Millisecond {
 		t.Errorf("pace 50 records at 100/s after 100ms: %s", d)
 	}
 	if d := pace(0, 50, 0); d != 0 {
 		t.Errorf("pace without a rate: %s", d)
+	}
+}
+
+// TestSourceLatencyBrake: a tenant move whose source store exports slower
+// than its --max-source-latency halves its concurrency, saying so.
+func TestSourceLatencyBrake(t *testing.T) {
+	e := mustEnv(t)
+	resources := e.seedMany("conv/sl", 6, 30)
+	f := e.wrap("us", "messages")
+	f.onExport = func(req contract.ExportRequest) error {
+		if req.Mode == contract.Historical {
+			time.Sleep(60 * time.Millisecond) // a slow source
+		}
+		return nil
+	}
+	e.startWorker(e.config())
+	id, err := e.client.StartTenant(context.Background(), events.StartTenant{Tenant: "acme", Target: "eu", Resources: resources,
+		Concurrency: 4, MaxSourceLatency: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := e.waitDone(id, 90*time.Second)
+	if done.Status != events.StatusCompleted || done.Fanout.Brakes < 1 || !strings.HasPrefix(done.Fanout.BrakeReason, "source export latency ") {
+		t.Fatalf("tenant %s brakes %d (%q) concurrency %d", done.Status, done.Fanout.Brakes, done.Fanout.BrakeReason, done.Fanout.Concurrency)
+	}
+	for _, r := range resources {
+		e.assertMigrated(r)
 	}
 }

@@ -25,7 +25,8 @@ func (w *Worker) startTenant(ctx context.Context, env *events.Envelope, b events
 		conc = w.cfg.TenantConcurrency
 	}
 	return w.create(ctx, id, env.ID, events.TenantStarted{Tenant: b.Tenant, Target: b.Target, Resources: b.Resources, Concurrency: conc,
-		MaxWriteBlock: max(b.MaxWriteBlock, 0), Rate: max(b.Rate, 0), MaxWriteLockP99: max(b.MaxWriteLockP99, 0)})
+		MaxWriteBlock: max(b.MaxWriteBlock, 0), Rate: max(b.Rate, 0), MaxWriteLockP99: max(b.MaxWriteLockP99, 0),
+		MaxSourceLatency: max(b.MaxSourceLatency, 0)})
 }
 
 // partition is the rate-limit partition of a resource.
@@ -65,7 +66,7 @@ func (w *Worker) tenantStep(ctx context.Context, st *events.State, now time.Time
 			record(events.TenantProgress{Finished: c.Resource, Outcome: cs.Status, BlockedMs: cs.WriteBlocked.Milliseconds()})
 		}
 	}
-	if b := brake(cur.Fanout); b != nil {
+	if b := brake(cur.Fanout, children, now); b != nil {
 		record(*b)
 	}
 	w.steerChildren(ctx, cur, children)

@@ -54,7 +54,7 @@ func migrateStart(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("migrate tenant", "migrate tenant TENANT --to REGION (--resources r1,r2,... | --resources-file F) [--concurrency N] [--rate R] [--max-write-lock-p99 D] [--max-write-block D] [--dry-run] [--timeout D] [--json] [--nats URL]", stdout)
+	fs := newFlags("migrate tenant", "migrate tenant TENANT --to REGION (--resources r1,r2,... | --resources-file F) [--concurrency N] [--rate R] [--max-write-lock-p99 D] [--max-source-latency D] [--max-write-block D] [--dry-run] [--timeout D] [--json] [--nats URL]", stdout)
 	url := natsFlag(fs)
 	to := fs.String("to", "", "target region (required)")
 	list := fs.String("resources", "", "the tenant's resources (kind/id), comma separated")
@@ -66,6 +66,7 @@ func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer)
 	budget := fs.Duration("max-write-block", 0, "every migration's write-block budget: roll back rather than block writes longer (0 = the write lease)")
 	rate := fs.Int("rate", 0, "cap the copy of all the migrations together at this many records a second (0 = no cap)")
 	brake := fs.Duration("max-write-lock-p99", 0, "brake: halve the concurrency when the finished migrations' write-blocked p99 passes this (0 = no brake)")
+	latency := fs.Duration("max-source-latency", 0, "brake: halve the concurrency when a running migration's slowest source export page takes longer (0 = no brake)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -74,7 +75,7 @@ func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	r := ops.TenantRequest{NATS: *url, Tenant: pos[0], Target: *to, Resources: *list, ResourcesFile: *file,
-		Concurrency: *conc, Timeout: *timeout, JSON: *asJSON, MaxWriteBlock: *budget, Rate: *rate, MaxWriteLockP99: *brake}
+		Concurrency: *conc, Timeout: *timeout, JSON: *asJSON, MaxWriteBlock: *budget, Rate: *rate, MaxWriteLockP99: *brake, MaxSourceLatency: *latency}
 	if *dry {
 		return ops.DryRunTenant(ctx, r, stdout)
 	}

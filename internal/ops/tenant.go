@@ -44,6 +44,10 @@ type TenantRequest struct {
 	// MaxWriteLockP99 is the brake: the move halves its concurrency when
 	// its children's write-blocked p99 passes it (0: no brake).
 	MaxWriteLockP99 time.Duration
+	// MaxSourceLatency is the brake on the source stores: the move halves
+	// its concurrency when a running migration's slowest export page takes
+	// longer (0: no brake).
+	MaxSourceLatency time.Duration
 }
 
 // StartTenant asks the orchestrator to migrate a tenant's resources and
@@ -68,8 +72,8 @@ func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer)
 	if r.MaxWriteBlock < 0 {
 		return fmt.Errorf("%w: --max-write-block must be >= 0", ErrUsage)
 	}
-	if r.Rate < 0 || r.MaxWriteLockP99 < 0 {
-		return fmt.Errorf("%w: --rate and --max-write-lock-p99 must be >= 0", ErrUsage)
+	if r.Rate < 0 || r.MaxWriteLockP99 < 0 || r.MaxSourceLatency < 0 {
+		return fmt.Errorf("%w: --rate, --max-write-lock-p99 and --max-source-latency must be >= 0", ErrUsage)
 	}
 	resources, err := tenantResources(r.Resources, r.ResourcesFile)
 	if err != nil {
@@ -84,7 +88,8 @@ func StartTenant(ctx context.Context, r TenantRequest, stdout, stderr io.Writer)
 		return err
 	}
 	id, err := o.orch.StartTenant(ctx, events.StartTenant{Tenant: tenant, Target: r.Target, Resources: resources, Concurrency: r.Concurrency,
-		MaxWriteBlock: r.MaxWriteBlock, Rate: r.Rate, MaxWriteLockP99: r.MaxWriteLockP99})
+		MaxWriteBlock: r.MaxWriteBlock, Rate: r.Rate, MaxWriteLockP99: r.MaxWriteLockP99,
+		MaxSourceLatency: r.MaxSourceLatency})
 	if err != nil {
 		return fmt.Errorf("start tenant: %w", err)
 	}

@@ -212,10 +212,13 @@ func printState(w io.Writer, st *events.State) {
 		row("progress", "%d/%d finished: %d completed, %d failed, %d dropped; %d active (concurrency %d)",
 			f.Finished(), len(f.Resources), f.Completed, f.Failed, f.Dropped, len(f.Active), f.Concurrency)
 		pausedRow(row, st)
-		if f.Rate > 0 || f.Brakes > 0 || f.MaxWriteLockP99 > 0 {
+		if f.Rate > 0 || f.Brakes > 0 || f.MaxWriteLockP99 > 0 || f.MaxSourceLatency > 0 {
 			line := throttleText(st)
 			if f.MaxWriteLockP99 > 0 {
 				line += fmt.Sprintf("; brake at write-lock p99 %s", f.MaxWriteLockP99)
+			}
+			if f.MaxSourceLatency > 0 {
+				line += fmt.Sprintf("; brake at source latency %s", f.MaxSourceLatency)
 			}
 			if f.Brakes > 0 {
 				line += fmt.Sprintf("; braked %d time(s), last: %s", f.Brakes, f.BrakeReason)

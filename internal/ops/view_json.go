@@ -109,6 +109,8 @@ type fanoutJSON struct {
 	Brakes            int    `json:"brakes,omitempty"`
 	BrakeReason       string `json:"brake_reason,omitempty"`
 	MaxWriteLockP99Ms int64  `json:"max_write_lock_p99_ms,omitempty"`
+	// MaxSourceLatencyMs is the source-latency brake's threshold.
+	MaxSourceLatencyMs int64 `json:"max_source_latency_ms,omitempty"`
 }
 
 func toStateJSON(st *events.State, seq uint64) StateJSON {
@@ -131,7 +133,8 @@ func toStateJSON(st *events.State, seq uint64) StateJSON {
 	if f := st.Fanout; f != nil {
 		j.Fanout = &fanoutJSON{Tenant: f.Tenant, Target: f.Target, Total: len(f.Resources), Started: f.Next, Active: len(f.Active),
 			Completed: f.Completed, Failed: f.Failed, Dropped: f.Dropped, Concurrency: f.Concurrency,
-			Brakes: f.Brakes, BrakeReason: f.BrakeReason, MaxWriteLockP99Ms: f.MaxWriteLockP99.Milliseconds()}
+			Brakes: f.Brakes, BrakeReason: f.BrakeReason, MaxWriteLockP99Ms: f.MaxWriteLockP99.Milliseconds(),
+			MaxSourceLatencyMs: f.MaxSourceLatency.Milliseconds()}
 		j.RateRecordsPerS = f.Rate
 	}
 	return j
