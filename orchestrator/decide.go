@@ -141,12 +141,19 @@ func nextAction(st *events.State, now time.Time, lim limits) decision {
 // (paper 001 §4.1.3: every second is user-visible), so a pause asked there
 // takes effect after the swap or the rollback; and not a rollback that
 // ends the migration (cancelled, or its last attempt), which fails it.
+// A child paused by its tenant move finishes the phase it is in and waits
+// at the next boundary: its convergence wait ends, its historical copy
+// completes (the write lock is not taken).
 func pausable(st *events.State) bool {
 	switch st.Phase {
 	case events.PhaseDelta, events.PhaseValidated:
 		return false
 	case events.PhaseRolledBack:
 		return !st.Cancelled && st.Attempt < st.MaxAttempts
+	case events.PhasePreLocked:
+		return !st.PausedByParent
+	case events.PhaseHistorical:
+		return !st.PausedByParent || len(st.Pending(false)) == 0
 	}
 	return true
 }

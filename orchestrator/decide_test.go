@@ -112,6 +112,13 @@ func setColumn(st *events.State, col string, now time.Time) error {
 		st.Fanout = &events.TenantState{Tenant: "t", Target: "eu"}
 	case "paused":
 		st.Paused = true
+	case "byparent": // paused by its tenant move, one service's copy pending unless copied
+		st.Paused, st.PausedByParent = true, true
+		st.Services = []events.ServiceProgress{{Service: "messages"}}
+	case "copied":
+		for i := range st.Services {
+			st.Services[i].HistoricalDone = true
+		}
 	default:
 		return fmt.Errorf("unknown column %q", col)
 	}

@@ -191,9 +191,10 @@ func childSteer(tenant *events.State, f *events.TenantState, cs *events.State) e
 //   - MaxWriteLockP99: BrakeMinSamples children or more have ended since
 //     the last brake and the 99th percentile of their write-blocked time
 //     passes it; or
-//   - MaxSourceLatency: a running child's slowest export page in its last
-//     historical step took longer, and BrakeCooldown has passed since the
-//     last brake (time for samples at the new concurrency).
+//   - MaxSourceLatency: the slowest export page of the last historical step
+//     of a child read in this step (running, or ended since the last step)
+//     took longer, and BrakeCooldown has passed since the last brake (time
+//     for samples at the new concurrency).
 //
 // Nil when it does not trip.
 func brake(f *events.TenantState, children []*events.State, now time.Time) *events.Throttled {
@@ -211,7 +212,7 @@ func brake(f *events.TenantState, children []*events.State, now time.Time) *even
 	if f.MaxSourceLatency > 0 && now.Sub(f.LastBrakeAt) >= events.BrakeCooldown {
 		var worst *events.State
 		for _, cs := range children {
-			if cs != nil && !cs.Status.Terminal() && (worst == nil || cs.SourceLatency > worst.SourceLatency) {
+			if cs != nil && (worst == nil || cs.SourceLatency > worst.SourceLatency) {
 				worst = cs
 			}
 		}

@@ -229,6 +229,10 @@ func TestTenantPauseThrottleAndResume(t *testing.T) {
 	if cs := e.awaitState(child, 30*time.Second, "started", func(*events.State) bool { return true }); cs.Rate != 20 {
 		t.Fatalf("child rate %d, want the move's 40 shared by 2", cs.Rate)
 	}
+	// An operator pauses one child on its own first: the move's resume
+	// leaves it paused.
+	e.send(events.Pause{MigrationID: child, Reason: "mine"})
+	own := e.awaitState(child, 30*time.Second, "paused by its operator", func(cs *events.State) bool { return cs.Paused || cs.Status.Terminal() })
 	e.send(events.Pause{MigrationID: id, Reason: "peak"})
 	st = e.awaitState(id, 30*time.Second, "paused with its children", func(st *events.State) bool {
 		if !st.Paused {
@@ -242,36 +246,22 @@ func TestTenantPauseThrottleAndResume(t *testing.T) {
 		return true
 	})
 	started := st.Fanout.Next
-	// An operator pauses one child on its own: the move's resume leaves it.
-	var own string
-	for _, c := range st.Fanout.Active {
-		if cs, _, _ := Load(ctx, e.nc, c.MigrationID); !cs.Status.Terminal() {
-			own = c.MigrationID
-			break
-		}
-	}
 	time.Sleep(300 * time.Millisecond) // several tenant polls: nothing starts
 	if st, _, _ := Load(ctx, e.nc, id); st.Fanout.Next != started {
 		t.Fatalf("children started while paused: %d → %d", started, st.Fanout.Next)
 	}
 	e.send(events.Throttle{MigrationID: id, Concurrency: 3, Rate: events.NoRate})
 	e.awaitState(id, 30*time.Second, "throttled", func(st *events.State) bool { return st.Fanout.Concurrency == 3 && st.Fanout.Rate == 0 })
-	if own != "" {
-		// Resume it (from the move's pause) and pause it as an operator.
-		e.send(events.Resume{MigrationID: own})
-		e.awaitState(own, 30*time.Second, "resumed", func(cs *events.State) bool { return !cs.Paused || cs.Status.Terminal() })
-		e.send(events.Pause{MigrationID: own, Reason: "mine"})
-	}
 	e.send(events.Resume{MigrationID: id})
-	if own != "" {
+	if !own.Status.Terminal() {
 		e.awaitState(id, 60*time.Second, "every child but the operator's done", func(st *events.State) bool {
 			return st.Fanout.Finished() == len(resources)-1
 		})
-		cs, _, _ := Load(ctx, e.nc, own)
-		if !cs.Status.Terminal() && (!cs.Paused || cs.PauseReason != "mine") {
+		cs, _, _ := Load(ctx, e.nc, child)
+		if cs.Status.Terminal() || !cs.Paused || cs.PauseReason != "mine" || cs.PausedByParent {
 			t.Fatalf("the operator's pause was not kept: %+v", cs)
 		}
-		e.send(events.Resume{MigrationID: own})
+		e.send(events.Resume{MigrationID: child})
 	}
 	done := e.waitDone(id, 60*time.Second)
 	if done.Status != events.StatusCompleted || done.Fanout.Completed != len(resources) {
@@ -349,7 +339,7 @@ func TestBrakeDecision(t *testing.T) {
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	slow := []*events.State{{Resource: "conv/a", Source: "us", Status: events.StatusActive, SourceLatency: 80 * time.Millisecond},
 		{Resource: "conv/b", Source: "us", Status: events.StatusActive, SourceLatency: 900 * time.Millisecond},
-		{Resource: "conv/c", Source: "us", Status: events.StatusCompleted, SourceLatency: 5 * time.Second}, nil}
+		{Resource: "conv/c", Source: "us", Status: events.StatusCompleted, SourceLatency: 300 * time.Millisecond}, nil}
 	lat := events.TenantState{Concurrency: 8, MaxSourceLatency: 500 * time.Millisecond}
 	if b := brake(&lat, slow, now); b == nil || b.Concurrency != 4 || b.Reason != "source export latency 900ms over 500ms (conv/b at us)" {
 		t.Errorf("latency brake: %+v", b)

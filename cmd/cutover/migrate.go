@@ -66,7 +66,7 @@ func migrateTenant(ctx context.Context, args []string, stdout, stderr io.Writer)
 	budget := fs.Duration("max-write-block", 0, "every migration's write-block budget: roll back rather than block writes longer (0 = the write lease)")
 	rate := fs.Int("rate", 0, "cap the copy of all the migrations together at this many records a second (0 = no cap)")
 	brake := fs.Duration("max-write-lock-p99", 0, "brake: halve the concurrency when the finished migrations' write-blocked p99 passes this (0 = no brake)")
-	latency := fs.Duration("max-source-latency", 0, "brake: halve the concurrency when a running migration's slowest source export page takes longer (0 = no brake)")
+	latency := fs.Duration("max-source-latency", 0, "brake: halve the concurrency when a migration's slowest source export page takes longer (0 = no brake)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
