@@ -144,6 +144,14 @@ func TestDashboardInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) { // a child in flight to show
+		if st, _, err := ts.orch.State(ctx, tid); err == nil && len(st.Fanout.Active) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tenant move %s started no child", tid)
+		}
+	}
 	if err := ts.orch.Send(ctx, events.Pause{MigrationID: tid, Reason: "dashboard test"}); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +160,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		dom := headless(ctx, t, bin, url, "--dump-dom")
-		if strings.Contains(dom, `<span class="paused">paused</span>`) && strings.Contains(dom, `data-throttle="`+tid+`">500 rec/s`) {
+		if strings.Count(dom, `<span class="paused">paused</span>`) >= 2 && strings.Contains(dom, `data-throttle="`+tid+`">500 rec/s`) { // the move and its child
 			for _, want := range []string{"<th>writes blocked</th>", "<th>steering</th>", "<th>throttle</th>"} {
 				if !strings.Contains(dom, want) {
 					t.Fatalf("the page lacks %s:\n%.3000s", want, dom)
