@@ -77,11 +77,16 @@ type Cancel struct {
 type Pause struct {
 	MigrationID string `msgpack:"mid"`
 	Reason      string `msgpack:"reason,omitempty"`
+	// Sent is when the operator sent it: commands are applied
+	// concurrently and may be redelivered, so a pause or resume sent
+	// before the last one applied is stale and changes nothing.
+	Sent time.Time `msgpack:"sent,omitempty"`
 }
 
 // Resume ends a Pause (recorded as Resumed).
 type Resume struct {
-	MigrationID string `msgpack:"mid"`
+	MigrationID string    `msgpack:"mid"`
+	Sent        time.Time `msgpack:"sent,omitempty"` // as Pause.Sent
 }
 
 // Throttle changes a running migration's or tenant move's copy rate and a
@@ -94,6 +99,8 @@ type Throttle struct {
 	// Rate is the new copy rate in records a second (0: unchanged,
 	// NoRate: no cap).
 	Rate int `msgpack:"rate,omitempty"`
+	// Sent orders throttles as Pause.Sent orders pauses.
+	Sent time.Time `msgpack:"sent,omitempty"`
 }
 
 // NoRate is Throttle.Rate asking for no cap.

@@ -287,11 +287,15 @@ type Paused struct {
 	// ByParent marks a child paused by its tenant move's pause (which
 	// resumes it); an operator's own pause of a child is left alone.
 	ByParent bool `msgpack:"parent,omitempty"`
+	// Sent is the operator's command's (Pause.Sent; zero from a tenant
+	// move).
+	Sent time.Time `msgpack:"sent,omitempty"`
 }
 
 // Resumed ends a pause.
 type Resumed struct {
-	ByParent bool `msgpack:"parent,omitempty"`
+	ByParent bool      `msgpack:"parent,omitempty"`
+	Sent     time.Time `msgpack:"sent,omitempty"` // as Paused.Sent
 }
 
 // Throttled sets a migration's copy rate, or a tenant move's concurrency
@@ -304,6 +308,8 @@ type Throttled struct {
 	Rate   int    `msgpack:"rate,omitempty"`
 	Auto   bool   `msgpack:"auto,omitempty"`
 	Reason string `msgpack:"reason,omitempty"`
+	// Sent is the operator's command's (Throttle.Sent; zero otherwise).
+	Sent time.Time `msgpack:"sent,omitempty"`
 }
 
 // ForceReleased is the audit event of an admin force-release.

@@ -180,6 +180,11 @@ type State struct {
 	PausedFor      time.Duration `msgpack:"pfor,omitempty"`
 	// Rate caps the historical copy in records a second (0: none).
 	Rate int `msgpack:"rate,omitempty"`
+	// PauseSentAt and ThrottleSentAt are the send times of the last
+	// operator's pause or resume, and throttle, applied: an older command
+	// delivered late is stale.
+	PauseSentAt    time.Time `msgpack:"tpsent,omitempty"`
+	ThrottleSentAt time.Time `msgpack:"ttsent,omitempty"`
 	// SourceLatency is the slowest export page of the last historical
 	// step (PageCopied.ExportMs).
 	SourceLatency time.Duration `msgpack:"srclat,omitempty"`

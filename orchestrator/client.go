@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,9 +67,17 @@ func (c *Client) Cancel(ctx context.Context, migrationID, reason string) error {
 // events.Throttle (recorded as Paused, Resumed, Throttled). Errors:
 // ErrInvalid for any other body; publish errors.
 func (c *Client) Send(ctx context.Context, cmd events.Body) error {
-	switch cmd.(type) {
-	case events.Pause, events.Resume, events.Throttle:
-		return c.send(ctx, newID(), cmd)
+	now := time.Now().UTC() // orders an operator's commands (events.Pause.Sent)
+	switch b := cmd.(type) {
+	case events.Pause:
+		b.Sent = cmp.Or(b.Sent, now)
+		return c.send(ctx, newID(), b)
+	case events.Resume:
+		b.Sent = cmp.Or(b.Sent, now)
+		return c.send(ctx, newID(), b)
+	case events.Throttle:
+		b.Sent = cmp.Or(b.Sent, now)
+		return c.send(ctx, newID(), b)
 	}
 	return fmt.Errorf("%w: %s is not a steering command", ErrInvalid, cmd.Type())
 }

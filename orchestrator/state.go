@@ -154,16 +154,18 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 			}
 		}
 	case events.Paused:
+		n.PauseSentAt = later(n.PauseSentAt, b.Sent)
 		if !n.Status.Terminal() && !n.Paused {
 			n.Paused, n.PausedAt, n.PauseReason, n.PausedByParent = true, at, b.Reason, b.ByParent
 		}
 	case events.Resumed:
+		n.PauseSentAt = later(n.PauseSentAt, b.Sent)
 		if n.Paused && (!b.ByParent || n.PausedByParent) { // a tenant resumes only what it paused
 			n.PausedFor += at.Sub(n.PausedAt)
 			n.Paused, n.PausedAt, n.PauseReason, n.PausedByParent = false, zeroTime, "", false
 		}
 	case events.Throttled:
-		n.Rate = b.Rate
+		n.Rate, n.ThrottleSentAt = b.Rate, later(n.ThrottleSentAt, b.Sent)
 		if f := n.Fanout; f != nil {
 			f.Rate = b.Rate
 			if b.Concurrency > 0 {
@@ -222,6 +224,14 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 }
 
 var zeroTime time.Time
+
+// later is the later of a and b, in UTC.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b.UTC()
+	}
+	return a
+}
 
 // addPending queues dependents for child migrations (paper 001 Algorithm 1
 // line 9), each once.

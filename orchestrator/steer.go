@@ -31,29 +31,42 @@ func (w *Worker) steer(ctx context.Context, id, cause string, decide func(*event
 	return err
 }
 
-// pauseBody is a Pause command's event: nothing when already paused.
-func pauseBody(reason string) func(*events.State) events.Body {
+// stale reports whether a command sent at sent is older than the last of
+// its kind applied (at last): commands are handled concurrently and may be
+// redelivered, so a pause delivered after the resume that followed it must
+// not hold the migration again.
+func stale(sent, last time.Time) bool { return !sent.IsZero() && !sent.After(last) }
+
+// pauseBody is a Pause command's event: nothing when already paused or
+// stale.
+func pauseBody(b events.Pause) func(*events.State) events.Body {
 	return func(st *events.State) events.Body {
-		if st.Paused {
+		if st.Paused || stale(b.Sent, st.PauseSentAt) {
 			return nil
 		}
-		return events.Paused{Reason: reason}
+		return events.Paused{Reason: b.Reason, Sent: b.Sent}
 	}
 }
 
-// resumeBody is a Resume command's event: nothing when not paused.
-func resumeBody(st *events.State) events.Body {
-	if !st.Paused {
-		return nil
+// resumeBody is a Resume command's event: nothing when not paused or
+// stale.
+func resumeBody(b events.Resume) func(*events.State) events.Body {
+	return func(st *events.State) events.Body {
+		if !st.Paused || stale(b.Sent, st.PauseSentAt) {
+			return nil
+		}
+		return events.Resumed{Sent: b.Sent}
 	}
-	return events.Resumed{}
 }
 
 // throttleBody is a Throttle command's event: the settings after it, whole
 // (a tenant move's concurrency is ignored on a migration); nothing when
-// they do not change.
+// they do not change or it is stale.
 func throttleBody(b events.Throttle) func(*events.State) events.Body {
 	return func(st *events.State) events.Body {
+		if stale(b.Sent, st.ThrottleSentAt) {
+			return nil
+		}
 		rate, conc := st.Rate, 0
 		if f := st.Fanout; f != nil {
 			rate, conc = f.Rate, f.Concurrency
@@ -70,7 +83,7 @@ func throttleBody(b events.Throttle) func(*events.State) events.Body {
 		if st.Fanout == nil && rate == st.Rate || st.Fanout != nil && rate == st.Fanout.Rate && conc == st.Fanout.Concurrency {
 			return nil
 		}
-		return events.Throttled{Concurrency: conc, Rate: rate}
+		return events.Throttled{Concurrency: conc, Rate: rate, Sent: b.Sent}
 	}
 }
 

@@ -385,3 +385,61 @@ func TestSourceLatencyBrake(t *testing.T) {
 		e.assertMigrated(r)
 	}
 }
+
+// TestStaleSteeringIsIgnored: commands are handled concurrently and may be
+// redelivered; a pause delivered after the resume that followed it (and a
+// throttle after a newer one) changes nothing, so a migration is never
+// left paused by an old command.
+func TestStaleSteeringIsIgnored(t *testing.T) {
+	e := mustEnv(t)
+	e.seed("conv/stale", 40)
+	e.startWorker(e.config())
+	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/stale", Target: "eu", Rate: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.awaitState(id, 30*time.Second, "in its historical copy", func(st *events.State) bool { return st.Phase == events.PhaseHistorical })
+	t0 := time.Now()
+	e.send(events.Throttle{MigrationID: id, Rate: events.NoRate, Sent: t0.Add(2 * time.Second)})
+	e.send(events.Resume{MigrationID: id, Sent: t0.Add(time.Second)}) // not paused: nothing, but it is the latest pause/resume
+	e.send(events.Pause{MigrationID: id, Sent: t0.Add(3 * time.Second)})
+	e.awaitState(id, 30*time.Second, "paused and uncapped", func(st *events.State) bool { return st.Paused && st.Rate == 0 })
+	e.send(events.Resume{MigrationID: id, Sent: t0.Add(4 * time.Second)})
+	e.awaitState(id, 30*time.Second, "resumed", func(st *events.State) bool { return !st.Paused })
+	// Late deliveries of older commands.
+	e.send(events.Pause{MigrationID: id, Reason: "late", Sent: t0.Add(3500 * time.Millisecond)})
+	e.send(events.Throttle{MigrationID: id, Rate: 1, Sent: t0.Add(time.Second)})
+	done := e.waitDone(id, 60*time.Second)
+	if done.Status != events.StatusCompleted || done.Paused || done.Rate != 0 {
+		t.Fatalf("%s paused %v rate %d", done.Status, done.Paused, done.Rate)
+	}
+	if n := countType(e.history(id), events.TypePaused); n != 1 {
+		t.Fatalf("%d paused events, want 1", n)
+	}
+}
+
+// The staleness rule alone: a command sent no later than the last of its
+// kind applied records nothing.
+func TestStaleSteeringDecisions(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	st := &events.State{Paused: false, PauseSentAt: t0, ThrottleSentAt: t0, Rate: 5}
+	if b := pauseBody(events.Pause{Sent: t0.Add(-time.Second)})(st); b != nil {
+		t.Errorf("a pause sent before the last resume: %+v", b)
+	}
+	if b := pauseBody(events.Pause{Sent: t0.Add(time.Second)})(st); b == nil {
+		t.Error("a newer pause recorded nothing")
+	}
+	if b := pauseBody(events.Pause{})(st); b == nil {
+		t.Error("a pause without a send time (an older client) recorded nothing")
+	}
+	st.Paused = true
+	if b := resumeBody(events.Resume{Sent: t0})(st); b != nil {
+		t.Errorf("a resume sent at the last pause's time: %+v", b)
+	}
+	if b := throttleBody(events.Throttle{Rate: 9, Sent: t0.Add(-time.Millisecond)})(st); b != nil {
+		t.Errorf("a throttle older than the last: %+v", b)
+	}
+	if b, ok := throttleBody(events.Throttle{Rate: 9, Sent: t0.Add(time.Millisecond)})(st).(events.Throttled); !ok || b.Rate != 9 {
+		t.Errorf("a newer throttle: %+v", b)
+	}
+}

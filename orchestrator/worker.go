@@ -203,9 +203,9 @@ func (w *Worker) handleCommand(ctx context.Context, m jetstream.Msg) {
 			err = nil
 		}
 	case events.Pause:
-		err = w.steer(sctx, b.MigrationID, env.ID, pauseBody(b.Reason))
+		err = w.steer(sctx, b.MigrationID, env.ID, pauseBody(b))
 	case events.Resume:
-		err = w.steer(sctx, b.MigrationID, env.ID, resumeBody)
+		err = w.steer(sctx, b.MigrationID, env.ID, resumeBody(b))
 	case events.Throttle:
 		err = w.steer(sctx, b.MigrationID, env.ID, throttleBody(b))
 	case events.ForceRelease:

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ func (r *run) nemesis(run, ctx context.Context) {
 		func() { r.pauseAWorker(rng) },
 		func() { r.partition(ctx, rng) },
 		func() { r.duplicateStart(ctx, rng) },
+		func() { r.steer(ctx, rng) },
 	}
 	if r.pg != nil {
 		round = append(round, func() { r.restartPostgres(ctx, rng) })
@@ -43,6 +45,45 @@ func (r *run) nemesis(run, ctx context.Context) {
 			sleep(ctx, time.Duration(300+rng.IntN(1200))*time.Millisecond)
 		}
 	}
+}
+
+// steer is an operator steering a migration in flight (cutover migrate
+// pause / throttle / resume): it pauses one, or a tenant move, holds it
+// for a while, changes its rate (a tenant move's concurrency too) and
+// resumes it. The pause is an event the faults above must not lose; the
+// resume is sent whatever happens, so that the run can drain.
+func (r *run) steer(ctx context.Context, rng *rand.Rand) {
+	hold := time.Duration(200+rng.IntN(1800)) * time.Millisecond
+	k, conc, rate := rng.IntN(1<<30), 1+rng.IntN(4), []int{events.NoRate, 200, 2000}[rng.IntN(3)]
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.mu.inflight))
+	for id := range r.mu.inflight {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	if len(ids) == 0 {
+		r.schedule("steer: no migration in flight")
+		return
+	}
+	slices.Sort(ids)
+	id := ids[k%len(ids)]
+	r.schedule("steer %s: pause for %s, throttle (concurrency %d, rate %d), resume", id, hold, conc, rate)
+	r.mu.Lock()
+	r.rep.Nemesis.Steers++
+	r.mu.Unlock()
+	send := func(ctx context.Context, cmd events.Body) {
+		for i := 0; i < 20; i++ { // a leader may be down: the command stream answers again soon
+			if err := r.sys.Orch.Send(ctx, cmd); err == nil || ctx.Err() != nil {
+				return
+			}
+			sleep(ctx, 250*time.Millisecond)
+		}
+		r.logf("steer %s: %s not sent", id, cmd.Type())
+	}
+	send(ctx, events.Pause{MigrationID: id, Reason: "chaos"})
+	sleep(ctx, hold)
+	send(ctx, events.Throttle{MigrationID: id, Concurrency: conc, Rate: rate})
+	send(context.WithoutCancel(ctx), events.Resume{MigrationID: id})
 }
 
 // killLeader crashes the node leading ROUTING or the migration events

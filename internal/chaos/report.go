@@ -32,6 +32,9 @@ type Report struct {
 		// SlowFsyncs counts the store fsyncs the slow-disk fault stretched.
 		SlowFsyncs      int64 `json:"slow_fsyncs"`
 		DuplicateStarts int   `json:"duplicate_starts"`
+		// Steers counts the operator steerings: a migration or tenant
+		// move paused, throttled and resumed.
+		Steers int `json:"steers"`
 		// PostgresRestarts counts the PostgreSQL crashes and restarts
 		// (--postgres: the messages service's database).
 		PostgresRestarts int      `json:"postgres_restarts,omitempty"`
@@ -78,8 +81,8 @@ func (r *Report) Print(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
 	n := r.Nemesis
 	p("\n== cutover chaos: seed %d, %.1f s", r.Seed, r.DurationS)
-	p("nemesis: %d leader kills, %d worker kills (%d started), %d partitions, %d pauses (%d hit a write lock), %d duplicate starts, %d stale-API requests",
-		n.LeaderKills, n.WorkerKills, n.WorkersStarted, n.Partitions, n.Pauses, n.PausesTriggered, n.DuplicateStarts, n.StaleRequests)
+	p("nemesis: %d leader kills, %d worker kills (%d started), %d partitions, %d pauses (%d hit a write lock), %d duplicate starts, %d steerings (pause, throttle, resume), %d stale-API requests",
+		n.LeaderKills, n.WorkerKills, n.WorkersStarted, n.Partitions, n.Pauses, n.PausesTriggered, n.DuplicateStarts, n.Steers, n.StaleRequests)
 	m := r.Migrations
 	p("worker clocks off by up to %.0f ms; %d store fsyncs slowed by 5–50 ms", n.MaxClockOffsetMs, n.SlowFsyncs)
 	if len(n.PausePoints) > 0 {
