@@ -384,9 +384,9 @@ func (l *Locker) mutate(ctx context.Context, res Resource, cached *Document, fn 
 			// Refused although the leader still shows the revision we
 			// expected: another write of this key is in flight on the R3
 			// stream (nats-server answers 10164 until it applies). Re-trying
-			// at once only burns the attempts (found by `cutover chaos`:
-			// "16 attempts" within milliseconds of a leader change); wait a
-			// little, growing, for the in-flight write to land.
+			// at once only burns the attempts (all 16 within milliseconds
+			// of a leader change); wait a little, growing, for the
+			// in-flight write to land.
 			select {
 			case <-ctx.Done():
 				return nil, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())

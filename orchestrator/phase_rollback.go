@@ -86,8 +86,8 @@ func (w *Worker) transient(st *events.State, err error) outcome {
 	w.log.Info("transient failure", "migration", st.ID, "phase", st.Phase, "err", err)
 	// The backoff triples with each failure of the phase (1×, 3×, 9×): the
 	// three tries then span a stream leader election (seconds) instead of
-	// rolling back inside it (found by `cutover chaos`: pre-locks that failed
-	// three times within 600 ms of a routing leader kill).
+	// rolling back inside it (without the growth, a pre-lock fails three
+	// times within 600 ms of a routing leader's crash).
 	wait := w.cfg.RetryBackoff
 	for range min(st.Failures, 4) {
 		wait *= 3

@@ -93,8 +93,7 @@ func parseRegion(flagName, s string) error { return ops.CheckRegion(flagName, s)
 // splitList splits a comma-separated flag value, dropping empty items.
 func splitList(s string) []string { return ops.SplitList(s) }
 
-// queueFlags are the API's write queue flags (gateway, dev, demo; issue
-// 15 #4).
+// queueFlags are the API's write queue flags (gateway, dev, demo).
 type queueFlags struct {
 	writes *time.Duration
 	max    *int
