@@ -37,22 +37,25 @@ func (w *Worker) steer(ctx context.Context, id, cause string, decide func(*event
 // not hold the migration again.
 func stale(sent, last time.Time) bool { return !sent.IsZero() && !sent.After(last) }
 
-// pauseBody is a Pause command's event: nothing when already paused or
-// stale.
+// pauseBody is a Pause command's event: nothing when stale, or when
+// already paused and it carries no newer send time. A pause that changes
+// nothing is still recorded when it is the newest (it orders the commands
+// delivered after it: a resume sent before it must stay stale).
 func pauseBody(b events.Pause) func(*events.State) events.Body {
 	return func(st *events.State) events.Body {
-		if st.Paused || stale(b.Sent, st.PauseSentAt) {
+		if stale(b.Sent, st.PauseSentAt) || st.Paused && b.Sent.IsZero() {
 			return nil
 		}
 		return events.Paused{Reason: b.Reason, Sent: b.Sent}
 	}
 }
 
-// resumeBody is a Resume command's event: nothing when not paused or
-// stale.
+// resumeBody is a Resume command's event, as pauseBody: a resume that
+// finds the migration not paused (its pause not delivered yet) is recorded
+// all the same, so that the pause, delivered late, is stale.
 func resumeBody(b events.Resume) func(*events.State) events.Body {
 	return func(st *events.State) events.Body {
-		if !st.Paused || stale(b.Sent, st.PauseSentAt) {
+		if stale(b.Sent, st.PauseSentAt) || !st.Paused && b.Sent.IsZero() {
 			return nil
 		}
 		return events.Resumed{Sent: b.Sent}
@@ -80,7 +83,8 @@ func throttleBody(b events.Throttle) func(*events.State) events.Body {
 		case b.Rate == events.NoRate:
 			rate = 0
 		}
-		if st.Fanout == nil && rate == st.Rate || st.Fanout != nil && rate == st.Fanout.Rate && conc == st.Fanout.Concurrency {
+		same := st.Fanout == nil && rate == st.Rate || st.Fanout != nil && rate == st.Fanout.Rate && conc == st.Fanout.Concurrency
+		if same && b.Sent.IsZero() {
 			return nil
 		}
 		return events.Throttled{Concurrency: conc, Rate: rate, Sent: b.Sent}

@@ -432,6 +432,15 @@ func TestStaleSteeringDecisions(t *testing.T) {
 	if b := pauseBody(events.Pause{})(st); b == nil {
 		t.Error("a pause without a send time (an older client) recorded nothing")
 	}
+	// A resume delivered before its pause is recorded all the same (it is
+	// the newest), so the pause, delivered after it, is stale.
+	if b := resumeBody(events.Resume{Sent: t0.Add(2 * time.Second)})(st); b == nil {
+		t.Error("a newer resume of a migration not paused recorded nothing")
+	}
+	st.PauseSentAt = t0.Add(2 * time.Second)
+	if b := pauseBody(events.Pause{Sent: t0.Add(time.Second)})(st); b != nil {
+		t.Errorf("a pause delivered after a newer resume: %+v", b)
+	}
 	st.Paused = true
 	if b := resumeBody(events.Resume{Sent: t0})(st); b != nil {
 		t.Errorf("a resume sent at the last pause's time: %+v", b)
