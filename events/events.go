@@ -88,6 +88,14 @@ type HardDeleteLocked struct {
 	// At is when the escalation was written (before this event's append).
 	At       time.Time `msgpack:"at,omitempty"`
 	Services []string  `msgpack:"svcs,omitempty"`
+	// Since is, per service, the change sequence its historical copy
+	// starts after: a move back within the reverse window copies only what
+	// changed at the source since the swap that moved the resource away
+	// (the old location still holds the rest). A service absent here
+	// copies everything, resetting the target first.
+	Since map[string]uint64 `msgpack:"since,omitempty"`
+	// ReverseOf names that earlier migration (with Since).
+	ReverseOf string `msgpack:"revof,omitempty"`
 }
 
 // PageCopied checkpoints one historical page exported from the source and
@@ -142,6 +150,14 @@ type DeltaCopied struct {
 	More    bool   `msgpack:"more"`
 	// Dependents are resources referenced by the page's records.
 	Dependents []string `msgpack:"deps,omitempty"`
+	// TargetSeq and TargetSum, on a service's last delta page, are the
+	// target's change sequence after its import and a sum of its slice
+	// digests then: what the resource's copy at the target was when it
+	// was validated (0: not known). A move back within the reverse window
+	// starts after TargetSeq, and only where the old location's digests
+	// still sum to TargetSum.
+	TargetSeq uint64 `msgpack:"tseq,omitempty"`
+	TargetSum uint64 `msgpack:"tsum,omitempty"`
 }
 
 // Validated records the pre-cutover validation (paper 001 §5.3).

@@ -51,6 +51,14 @@ type ServiceProgress struct {
 	DeltaDone      bool   `msgpack:"ddone"`
 	Pages          int    `msgpack:"pages"`
 	Records        int    `msgpack:"recs"`
+	// Since: the historical copy starts after this change sequence (a
+	// move back within the reverse window; HardDeleteLocked.Since), the
+	// target not reset. 0: a full copy.
+	Since uint64 `msgpack:"since,omitempty"`
+	// TargetSeq, TargetSum: the target's copy when validated
+	// (DeltaCopied).
+	TargetSeq uint64 `msgpack:"tseq,omitempty"`
+	TargetSum uint64 `msgpack:"tsum,omitempty"`
 }
 
 // TenantChild is one resource of a tenant fan-out.

@@ -123,6 +123,16 @@ type Document struct {
 type SwapRecord struct {
 	MigrationID string `msgpack:"m"`
 	Token       Token  `msgpack:"k"`
+	// From is the old location: the region the swap moved the resource
+	// away from, which keeps its fenced copy until its cleanup.
+	From string `msgpack:"f,omitempty"`
+	// ReverseUntil ends the reverse window (the swap's time plus the
+	// secondary lease, the source cleanup window): until then the primary
+	// deletes as tombstones (AuthorityAt), so every change it takes after
+	// the swap — deletes included — has a change sequence above the one
+	// the swap left it at, and a move back to From can copy only those
+	// (paper 001 §4.3 applied after the swap). Zero: no window.
+	ReverseUntil time.Time `msgpack:"ru,omitempty"`
 }
 
 // SwappedBy reports whether the document's last swap is the one made by

@@ -540,7 +540,9 @@ func swap(d *Document, now time.Time, tok Token, cfg *LockConfig) (*Document, er
 	d.Primary = Location{Region: d.Target}
 	d.Secondary = &Location{Region: old, Lock: Lock{Type: LockSecondary, Token: tok, NotBefore: now.UTC(), Expiry: now.Add(cfg.SecondaryLease).UTC()}}
 	d.LastMigrationID = d.MigrationID
-	d.LastSwap = &SwapRecord{MigrationID: d.MigrationID, Token: tok} // kept by every later transition but the next swap
+	// Kept by every later transition but the next swap; its reverse window
+	// lasts as long as the old location's lock.
+	d.LastSwap = &SwapRecord{MigrationID: d.MigrationID, Token: tok, From: old, ReverseUntil: d.Secondary.Lock.Expiry}
 	clearMigration(d)
 	d.UpdatedAt = now.UTC()
 	return d, nil

@@ -78,6 +78,11 @@ type Config struct {
 	// CleanupWindow is how long after the swap the source data is deleted
 	// (paper 001 §4.1.4: 15 days).
 	CleanupWindow time.Duration
+	// FullCopyBack turns the reverse window off: a move back to the
+	// resource's previous location copies everything, resetting the old
+	// copy, as any other migration does (reverse.go). The default (false)
+	// copies only what changed since the swap when that is proven safe.
+	FullCopyBack bool
 	// AckWait is the work consumer's ack wait: how soon a migration whose
 	// worker died is picked up again.
 	AckWait time.Duration

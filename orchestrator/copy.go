@@ -46,6 +46,9 @@ type copiedPage struct {
 	req  contract.ExportRequest
 	pi   PageInfo
 	took time.Duration // the export's round trip
+	// tseq is the target's change sequence its import answered (a delta
+	// run's last page).
+	tseq uint64
 }
 
 // copyRun copies up to w.cfg.PagesPerStep consecutive pages of one service,
@@ -63,7 +66,12 @@ type copiedPage struct {
 // the exporting store of Phase 3), the imports with the target's
 // (importing). The attempt's first historical page resets the target
 // (ImportRequest.Reset): a target that still holds an older copy (a move
-// back within the cleanup window) keeps nothing the source no longer has.
+// back within the cleanup window) keeps nothing the source no longer has —
+// unless since is above 0: a move back within the reverse window
+// (reverse.go), whose target still holds exactly what it held at the
+// earlier swap, copies only the records changed after since, without a
+// reset. Its first page (which issues the sync token and cannot start at
+// a cursor) asks for one record; the next start after since.
 //
 // A delta run (Phase 3, the source exporting) asks for its pages inline
 // (ExportRequest.Inline: the import request carries them, one cross-region
@@ -71,14 +79,22 @@ type copiedPage struct {
 // page asks for the target's digests (ImportRequest.Digests; a request
 // without a page when that page is empty): validation compares them with
 // the source's, and the target is reached once in Phase 3.
-func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Document, service string, req contract.ExportRequest) ([]copiedPage, []contract.SliceDigest, error) {
+func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Document, service string, req contract.ExportRequest, since uint64) ([]copiedPage, []contract.SliceDigest, error) {
 	src, tgt, err := w.endpointPair(ctx, st, service)
 	if err != nil {
 		return nil, nil, err
 	}
 	req.Authority = w.authorityAt(st, d, st.Source)
 	into := w.authorityAt(st, d, st.Target)
-	reset := req.Mode == contract.Historical && req.Cursor == 0 && req.SyncToken == 0
+	reset := req.Mode == contract.Historical && req.Cursor == 0 && req.SyncToken == 0 && since == 0
+	limit := req.Limit
+	if req.Mode == contract.Historical && since > 0 {
+		if req.SyncToken == 0 {
+			req.Limit = 1 // paper 001 (A2): the token first; the pages after since next
+		} else {
+			req.Cursor = max(req.Cursor, since)
+		}
+	}
 	if req.Mode == contract.Delta {
 		req.Inline = true
 	}
@@ -117,6 +133,7 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 			r.Cursor = pi.Next
 			if r.Mode == contract.Historical {
 				r.SyncToken = pi.SyncToken // the snapshot the first page fixed
+				r.Cursor, r.Limit = max(r.Cursor, since), limit
 			}
 		}
 	}()
@@ -152,7 +169,7 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 			return out, nil, cmp.Or(failed, fmt.Errorf("export %s: %w", service, e.err))
 		}
 		last := e.req.Mode == contract.Delta && !e.pi.More
-		sl := &importSlot{page: copiedPage{e.req, e.pi, e.took}, done: make(chan struct{})}
+		sl := &importSlot{page: copiedPage{req: e.req, pi: e.pi, took: e.took}, done: make(chan struct{})}
 		if e.pi.Count == 0 && !last && !reset {
 			close(sl.done) // nothing to import
 			inflight = append(inflight, sl)
@@ -181,6 +198,7 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 			r, sl.err = tgt.Import(ctx, st.ID, e.pi)
 			if last {
 				digests = nonNil(r.Digests) // read after settle(0) below
+				sl.page.tseq = r.Seq
 			}
 		}()
 		if first || last {
@@ -239,7 +257,7 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, d *kvrouting.D
 		if mode == contract.Delta {
 			req = w.deltaRequest(st, p)
 		}
-		wg.Go(func() { rs[i].pages, rs[i].digests, rs[i].err = w.copyRun(ctx, st, d, p.Service, req) })
+		wg.Go(func() { rs[i].pages, rs[i].digests, rs[i].err = w.copyRun(ctx, st, d, p.Service, req, p.Since) })
 	}
 	wg.Wait()
 	var (
@@ -264,7 +282,11 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, d *kvrouting.D
 		for _, c := range r.pages {
 			pi := c.pi
 			if mode == contract.Delta {
-				delta = append(delta, events.DeltaCopied{Service: svc, Cursor: c.req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents})
+				dc := events.DeltaCopied{Service: svc, Cursor: c.req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents}
+				if !pi.More && r.digests != nil && c.tseq != 0 {
+					dc.TargetSeq, dc.TargetSum = c.tseq, digestSum(r.digests) // the copy validation will compare
+				}
+				delta = append(delta, dc)
 			} else {
 				hist = append(hist, events.PageCopied{Service: svc, Mode: uint8(contract.Historical), Cursor: c.req.Cursor,
 					Next: pi.Next, SyncToken: pi.SyncToken, Count: pi.Count, More: pi.More, Dependents: pi.Dependents, ExportMs: c.took.Milliseconds()})

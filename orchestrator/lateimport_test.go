@@ -46,11 +46,12 @@ func (e *env) captureImports(region, svc string) func() []contract.ImportRequest
 // the reaction stays deleted (its stamp is older than the swap's authority
 // the new primary holds).
 func TestLateImportAfterSwapChangesNothing(t *testing.T) {
-	e := mustEnv(t)
+	e := mustEnv(t, shortReverseWindow)
 	e.seed("conv/late", 10)
 	pages := e.captureImports("eu", "reactions")
 	e.startWorker(e.config())
 	e.migrateDone("conv/late", "eu")
+	e.afterReverseWindow("conv/late") // a physical delete: the hardest case for a late import
 	got := pages()
 	if len(got) == 0 {
 		t.Fatal("no reactions page was imported")

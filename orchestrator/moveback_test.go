@@ -224,7 +224,8 @@ func TestMoveBackBeforeThePreviousCompleted(t *testing.T) {
 		t.Fatalf("the first move completed before the move back: the test proves nothing")
 	}
 	for _, svc := range testServices {
-		if a := e.authority("us", svc, res); a.RoleOf() != contract.RolePrimary || a.Deletes == contract.DeletesTombstone {
+		// (a primary deleting as tombstones: the move back's reverse window)
+		if a := e.authority("us", svc, res); a.RoleOf() != contract.RolePrimary {
 			t.Errorf("%s at the primary after the move back: %s, want the primary", svc, a)
 		}
 	}
@@ -234,14 +235,15 @@ func TestMoveBackBeforeThePreviousCompleted(t *testing.T) {
 	}
 }
 
-// TestMoveBackAfterPhysicalDelete: react, move us → eu,
-// remove the reaction at eu (a physical delete: eu is the primary, no fence
-// there), move back within the cleanup window. us still holds its old copy
-// with the reaction; the copy into it must reconcile that copy (records the
-// source no longer has are gone at the target before validation), so the
-// move back validates on its first attempt.
+// TestMoveBackAfterPhysicalDelete: react, move us → eu, let the reverse
+// window end (the secondary lease), remove the reaction at eu (a physical
+// delete: eu is the primary, no fence there and no reverse window), move
+// back within the cleanup window. us still holds its old copy with the
+// reaction; the copy into it must reconcile that copy (records the source
+// no longer has are gone at the target before validation), so the move
+// back validates on its first attempt.
 func TestMoveBackAfterPhysicalDelete(t *testing.T) {
-	e := mustEnv(t)
+	e := mustEnv(t, shortReverseWindow)
 	cfg := e.config()
 	cfg.MaxAttempts = 1
 	e.startWorker(cfg)
@@ -249,6 +251,7 @@ func TestMoveBackAfterPhysicalDelete(t *testing.T) {
 	e.seed(res, 5)
 	ctx := context.Background()
 	e.migrateDone(res, "eu")
+	e.afterReverseWindow(res)
 	if r, err := e.stores["eu"]["reactions"].Delete(res, "reactions-0"); err != nil || r.Tombstoned {
 		t.Fatalf("unreact at eu: %+v %v (want a physical delete)", r, err)
 	}

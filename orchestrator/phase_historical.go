@@ -57,6 +57,10 @@ func (w *Worker) escalateHardDelete(ctx context.Context, st *events.State, res k
 	for _, ep := range eps {
 		ev.Services = append(ev.Services, ep.Service())
 	}
+	ev.Since, ev.ReverseOf = w.reverseSince(ctx, st, d, ev.Services) // the reverse window (reverse.go)
+	if ev.ReverseOf != "" {
+		w.log.Info("historical copy", "migration", st.ID, "mode", reverseSummary(ev.Since), "since", ev.ReverseOf)
+	}
 	return outcome{body: ev}
 }
 

@@ -65,6 +65,9 @@ func Apply(s *events.State, e *events.Envelope) (*events.State, error) {
 		}
 		n.HardDeleteAt, n.LockExpiry = lockedAt, b.Expiry.UTC()
 		startHistorical(n, b.Services)
+		for i := range n.Services {
+			n.Services[i].Since = b.Since[n.Services[i].Service]
+		}
 	case events.PageCopied:
 		n.SourceLatency = 0
 		applyPage(n, b)
@@ -268,6 +271,9 @@ func applyPage(n *events.State, b events.PageCopied) {
 func applyDelta(n *events.State, b events.DeltaCopied) {
 	if p := n.Service(b.Service); p != nil {
 		p.DeltaCursor, p.DeltaDone = b.Next, !b.More
+		if b.TargetSeq != 0 {
+			p.TargetSeq, p.TargetSum = b.TargetSeq, b.TargetSum
+		}
 		p.Pages++
 		p.Records += b.Count
 	}

@@ -9,13 +9,14 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cutover/cutover/bench"
 	"github.com/cutover/cutover/services/contract"
 )
 
 func init() {
-	register("bench", "measure this design against its baselines (suites: routing, reads, fence, throughput, copy, validate)", runBench)
+	register("bench", "measure this design against its baselines (suites: routing, reads, fence, throughput, copy, validate, reverse)", runBench)
 }
 
 // benchSuites are the suites of `cutover bench` (package bench),
@@ -30,6 +31,7 @@ var benchSuites = []struct {
 	{"throughput", "sustained migrations/s of the mixed workload under live traffic; write-lock p99; CPU", benchThroughput},
 	{"copy", "Phase 2 records/s vs the raw JetStream publish + Pebble batch-write rate", benchCopy},
 	{"validate", "full-content validation time at 4,000 / 100,000 / 1,000,000 messages (digests vs scan)", benchValidate},
+	{"reverse", "a move back within the reverse window (only the changes since the swap) vs a full copy back", benchReverse},
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -215,6 +217,15 @@ func benchCopy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return bench.Copy(ctx, o)
 	})
+}
+
+func benchReverse(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, asJSON := suiteFlags("reverse", "[--json] [--messages N] [--after D] [--changes N]", stdout)
+	o := bench.ReverseOptions{Progress: suiteProgress(stderr, "reverse")}
+	fs.IntVar(&o.Messages, "messages", 100_000, "messages in the conversation moved away and back")
+	fs.DurationVar(&o.After, "after", time.Minute, "how long it stays away before the move back (at most 30m)")
+	fs.IntVar(&o.Changes, "changes", 100, "messages posted at the target before the move back (plus one edit and one delete)")
+	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) { return bench.Reverse(ctx, o) })
 }
 
 // runSuite parses a suite's flags, runs it and prints its result.

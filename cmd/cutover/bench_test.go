@@ -70,6 +70,19 @@ func TestBenchSuites(t *testing.T) {
 				t.Errorf("copy ratio %v, want > 0", r)
 			}
 		}},
+		{[]string{"reverse", "--messages", "300", "--after", "0s", "--changes", "3"}, func(t *testing.T, v map[string]any) {
+			d, _ := v["details"].(map[string]any)
+			for _, k := range []string{"records_copied_incremental", "records_copied_full", "ratio", "move_back_ms_incremental",
+				"move_back_ms_full", "write_blocked_ms_incremental", "write_blocked_ms_full"} {
+				if _, ok := d[k].(float64); !ok {
+					t.Errorf("details: no %q in %v", k, d)
+				}
+			}
+			inc, full := d["records_copied_incremental"].(float64), d["records_copied_full"].(float64)
+			if full < 300 || inc > 10 || inc < 1 {
+				t.Errorf("records copied back: %v incremental, %v full; want the 5 changes (+ the token's page) against the whole history", inc, full)
+			}
+		}},
 		{[]string{"validate", "--sizes", "100,2000"}, func(t *testing.T, v map[string]any) {
 			sz, _ := v["sizes"].([]any)
 			if len(sz) != 2 {

@@ -74,9 +74,18 @@ const (
 	// whatever its authority: a reader with a stale copy of routing
 	// reads the old location.
 	NoReadCheck
+	// ReverseSkipsTombstones: a move back's incremental copy leaves out
+	// the tombstones written at the new primary since the swap (scopes
+	// with Reverse).
+	ReverseSkipsTombstones
+	// ReverseLaterToken: a move back's incremental copy starts from a
+	// change sequence taken after the swap (the source's changes before
+	// it are not copied).
+	ReverseLaterToken
 )
 
-var authorityMutationNames = [...]string{"correct", "accept-lower", "import-unchecked", "reset-without-authority", "write-at-exporting", "cleanup-unchecked", "rollback-keeps-target", "no-read-check"}
+var authorityMutationNames = [...]string{"correct", "accept-lower", "import-unchecked", "reset-without-authority", "write-at-exporting", "cleanup-unchecked", "rollback-keeps-target", "no-read-check",
+	"reverse-skips-tombstones", "reverse-later-token"}
 
 func (m AuthorityMutation) String() string { return authorityMutationNames[m] }
 
@@ -92,6 +101,14 @@ type AuthorityConfig struct {
 	Late uint8
 	// Expiry lets a migration's lock expire before its swap.
 	Expiry bool
+	// Reverse adds the reverse window (orchestrator/reverse.go): a swap
+	// makes the new primary delete as tombstones until its window ends (a
+	// step of its own), every copy's delta pass copies only what changed
+	// since its historical pass began (its sync token), and a move back
+	// within the window whose old copy is the one validated at the swap
+	// copies only what changed at the new primary since then, without a
+	// reset.
+	Reverse bool
 	// StopAtFirst ends the search at the first violation.
 	StopAtFirst bool
 }
@@ -102,6 +119,14 @@ func AuthorityScopes() []AuthorityConfig {
 	return []AuthorityConfig{
 		{MaxOps: 2, Migrations: 2, Late: 0, Expiry: true},
 		{MaxOps: 1, Migrations: 2, Late: 1, Expiry: true},
+	}
+}
+
+// ReverseScopes are the scopes of the reverse window `make test` checks:
+// there and back with the reverse window, two operations.
+func ReverseScopes() []AuthorityConfig {
+	return []AuthorityConfig{
+		{MaxOps: 2, Migrations: 2, Late: 0, Expiry: true, Reverse: true},
 	}
 }
 
@@ -128,6 +153,10 @@ type adoc struct {
 	// Lock is the primary's lock (lockNone, lockPre, lockHD, lockWrite),
 	// held by migration Mig-1.
 	Lock, Mig uint8
+	// Rw is the migration (+1) whose swap's reverse window the document
+	// carries (SwapRecord.ReverseUntil); Last is the migration (+1) that
+	// last swapped or released (LastMigrationID).
+	Rw, Last uint8
 }
 
 // Model roles, as contract.Role (with tombstoning primaries apart).
@@ -157,6 +186,12 @@ type astore struct {
 	// Msgs: 0 absent, 1 live, 2 tombstone.
 	Msgs [aMsgs]uint8
 	Auth auth
+	// Dirty (Reverse scopes) marks the messages changed since the store
+	// was last validated as a migration's target (the change sequence the
+	// swap records); DirtyT those changed since the current copy's sync
+	// token. A reset or cleanup marks everything (a cleared store's
+	// sequence starts again).
+	Dirty, DirtyT uint8
 }
 
 // Request kinds the orchestrator sends a store.
@@ -200,8 +235,13 @@ type amig struct {
 	// H, W, S: the revisions of its hard-delete lock, write lock, swap.
 	H, W, S uint8
 	Pages   uint8 // pages copied in the current pass
-	Expired bool  // its lock expired (before the swap)
+	Expired bool  // its lock expired (before the swap); its reverse window ended (after)
 	Cleaned bool  // the source cleanup after the swap has run
+	// Sum is the target's live messages when validated (+0x80; 0: none):
+	// what the old location must still hold for a move back to copy
+	// incrementally. Inc: this migration copies incrementally.
+	Sum uint8
+	Inc bool
 }
 
 // Client operations.
@@ -281,6 +321,9 @@ type AuthorityTrace = TraceOf[AuthorityState]
 type AuthorityResult struct {
 	States     int
 	Violations []AuthorityTrace
+	// Incremental counts the transitions into a move back that copies
+	// incrementally (Reverse scopes).
+	Incremental int
 }
 
 // ExploreAuthority enumerates every reachable state of cfg's scope and
@@ -292,10 +335,18 @@ func ExploreAuthority(cfg AuthorityConfig) AuthorityResult {
 	cfg.Late = min(cfg.Late, aLate)
 	var init AuthorityState
 	init.write(adoc{Primary: regS}) // revision 1: the resource at S
+	inc := 0
 	n, fs := search(init, cfg.StopAtFirst, func(s AuthorityState) string { return authCheck(&cfg, s) },
-		func(s AuthorityState, emit func(string, AuthorityState, string)) { authSuccessors(&cfg, s, emit) },
+		func(s AuthorityState, emit func(string, AuthorityState, string)) {
+			authSuccessors(&cfg, s, func(label string, n AuthorityState, inv string) {
+				if strings.HasSuffix(label, reverseProvenLabel) {
+					inc++
+				}
+				emit(label, n, inv)
+			})
+		},
 		authNormalize)
-	return AuthorityResult{States: n, Violations: traces(fs)}
+	return AuthorityResult{States: n, Violations: traces(fs), Incremental: inc}
 }
 
 // inForce reports whether the lock of doc d is in force (its migration's
@@ -313,6 +364,8 @@ func (s AuthorityState) authAt(rev, region uint8) auth {
 		a.Role = roExporting
 	case region == d.Primary && d.Lock == lockHD:
 		a.Role = roTomb
+	case region == d.Primary && d.Rw != 0:
+		a.Role, a.Mig = roTomb, d.Rw // the reverse window
 	case region == d.Primary:
 		a.Role, a.Mig = roPrimary, 0
 	case d.Lock != lockNone:
@@ -398,17 +451,33 @@ func (s *AuthorityState) deliver(cfg *AuthorityConfig, r areq) bool {
 	switch r.Kind {
 	case rqReset:
 		st.Msgs = [aMsgs]uint8{}
+		st.Dirty, st.DirtyT = allMsgs, allMsgs
 		if r.Val != 0 {
 			st.Msgs[r.Msg] = max(st.Msgs[r.Msg], r.Val)
 		}
 	case rqImport:
-		if r.Val != 0 {
-			st.Msgs[r.Msg] = max(st.Msgs[r.Msg], r.Val)
+		if r.Val != 0 && r.Val > st.Msgs[r.Msg] {
+			st.Msgs[r.Msg] = r.Val
+			st.changed(r.Msg)
 		}
 	case rqCleanup:
 		st.Msgs = [aMsgs]uint8{}
+		st.Dirty, st.DirtyT = allMsgs, allMsgs
 	}
 	return true
+}
+
+// reverseProvenLabel ends the label of a hard-delete lock whose move back
+// copies incrementally.
+const reverseProvenLabel = ", the reverse window proven"
+
+// allMsgs marks every message.
+const allMsgs = 1<<aMsgs - 1
+
+// changed marks message m changed at st (a fresh change sequence).
+func (st *astore) changed(m uint8) {
+	st.Dirty |= 1 << m
+	st.DirtyT |= 1 << m
 }
 
 // send carries request r out now and, where a late slot is free, emits the
@@ -479,7 +548,7 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 		i := n.NMig
 		n.Mig[i] = amig{Phase: amPre, Src: src, Dst: 1 - src}
 		n.NMig++
-		n.write(adoc{Primary: src, Lock: lockPre, Mig: i + 1})
+		n.write(adoc{Primary: src, Lock: lockPre, Mig: i + 1, Rw: cur.Rw, Last: cur.Last})
 		emit(fmt.Sprintf("m%d pre-lock", i), n, "")
 	}
 	for i := range s.NMig {
@@ -492,9 +561,10 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 			if holds && s.Rev < aRevs {
 				n := s
 				mm := m
-				mm.H, mm.Phase, mm.Pages = n.write(adoc{Primary: m.Src, Lock: lockHD, Mig: i + 1}), amHD, 0
+				mm.H, mm.Phase, mm.Pages = n.write(adoc{Primary: m.Src, Lock: lockHD, Mig: i + 1, Rw: cur.Rw, Last: cur.Last}), amHD, 0
+				mm.Inc = cfg.Reverse && n.reverseProven(cfg, i, mm.H)
 				set(&n, mm)
-				emit(name("hard-delete lock"), n, "")
+				emit(name(map[bool]string{false: "hard-delete lock", true: "hard-delete lock" + reverseProvenLabel}[mm.Inc]), n, "")
 			}
 		case amHD, amWrite:
 			if !holds {
@@ -508,13 +578,28 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 			if msg := m.Pages; msg < aMsgs {
 				// The next page, in key order: the export installs the
 				// source's authority and reads; the import (the pass's
-				// first page resets the target).
+				// first page resets the target, but for an incremental
+				// copy). With Reverse, a delta pass copies only what
+				// changed since the historical pass's token, and an
+				// incremental historical pass only what changed since the
+				// earlier swap.
 				if v, next := s.admit(cfg, s.Stores[m.Src], op, stampS); v == contract.Allow {
 					e := s
 					e.Stores[m.Src].Auth = next
-					r := areq{Kind: rqImport, Region: m.Dst, Msg: msg, Val: e.Stores[m.Src].Msgs[msg], Stamp: stampT}
-					if m.Phase == amHD && msg == 0 {
+					src := e.Stores[m.Src]
+					if cfg.Reverse && m.Phase == amHD && msg == 0 {
+						e.Stores[m.Src].DirtyT = 0 // the sync token
+					}
+					r := areq{Kind: rqImport, Region: m.Dst, Msg: msg, Val: src.Msgs[msg], Stamp: stampT}
+					if m.Phase == amHD && msg == 0 && !m.Inc {
 						r.Kind = rqReset
+					}
+					skip := cfg.Reverse && m.Phase == amWrite && src.DirtyT&(1<<msg) == 0
+					if m.Inc && m.Phase == amHD {
+						skip = src.Dirty&(1<<msg) == 0 || cfg.Mutation == ReverseSkipsTombstones && r.Val == 2 || cfg.Mutation == ReverseLaterToken
+					}
+					if skip {
+						r.Val = 0 // nothing to copy: the import installs the authority only
 					}
 					e.send(cfg, r, name(fmt.Sprintf("%s page m%d", map[bool]string{true: "delta", false: "historical"}[m.Phase == amWrite], msg)), emit,
 						func(n *AuthorityState, ok bool) {
@@ -540,11 +625,21 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 					break
 				}
 				if live(s.Stores[m.Src]) != live(s.Stores[m.Dst]) {
+					if m.Inc && !m.Expired {
+						// Under the hard-delete lock in force every change at
+						// the source since the earlier swap is exportable:
+						// a proven incremental copy is exact.
+						emit(name("validation fails"), s, "reverse window: a proven incremental copy differs from the source")
+					}
 					break // validation fails: the rollback below
 				}
 				n := s
 				mm := m
 				mm.Phase = amValid
+				if cfg.Reverse {
+					mm.Sum = live(s.Stores[m.Dst]) | 0x80
+					n.Stores[m.Dst].Dirty = 0 // the change sequence the swap records
+				}
 				set(&n, mm)
 				emit(name("validated"), n, "")
 			}
@@ -552,7 +647,11 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 			if holds && s.Rev < aRevs {
 				n := s
 				mm := m
-				mm.S, mm.Phase = n.write(adoc{Primary: m.Dst}), amSwapS
+				d := adoc{Primary: m.Dst, Last: i + 1}
+				if cfg.Reverse {
+					d.Rw = i + 1
+				}
+				mm.S, mm.Phase = n.write(d), amSwapS
 				set(&n, mm)
 				emit(name("swap"), n, "")
 			}
@@ -581,7 +680,7 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 		case amRelease:
 			n := s
 			if cur.Mig == i+1 && cur.Lock != lockNone && s.Rev < aRevs {
-				n.write(adoc{Primary: m.Src})
+				n.write(adoc{Primary: m.Src, Rw: cur.Rw, Last: i + 1})
 			}
 			mm := m
 			mm.Phase = amRbAuth
@@ -610,10 +709,17 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 					set(n, mm)
 				})
 		}
+		if cfg.Reverse && m.Sum != 0 && !m.Expired && (m.Phase >= amSwapS && m.Phase <= amSwapped || m.Phase == amDone) {
+			n := s
+			mm := m
+			mm.Expired = true
+			set(&n, mm)
+			emit(name("reverse window ends"), n, "")
+		}
 		if m.Phase >= amPre && m.Phase <= amValid {
 			n := s
 			mm := m
-			mm.Phase = amRelease
+			mm.Phase, mm.Sum = amRelease, 0
 			set(&n, mm)
 			emit(name("roll back"), n, "")
 			if cfg.Expiry && !m.Expired {
@@ -707,6 +813,9 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 		bit := uint8(1) << c.Msg
 		switch c.Op {
 		case opPost:
+			if st.Msgs[c.Msg] == 0 {
+				st.changed(c.Msg)
+			}
 			st.Msgs[c.Msg] = max(st.Msgs[c.Msg], 1)
 			n.Posted |= bit
 			emit(name("post applied, acknowledged"), n, "")
@@ -714,6 +823,10 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 			st.Msgs[c.Msg] = 0
 			if v == contract.Tombstone || s.doc(c.Rev).Lock == lockHD && s.inForce(s.doc(c.Rev)) {
 				st.Msgs[c.Msg] = 2
+				st.changed(c.Msg)
+			} else { // a physical delete leaves no change to export
+				st.Dirty &^= 1 << c.Msg
+				st.DirtyT &^= 1 << c.Msg
 			}
 			n.Deleted |= bit
 			emit(name(fmt.Sprintf("delete applied (%s), acknowledged", v)), n, "")
@@ -767,8 +880,11 @@ func authNormalize(s AuthorityState) AuthorityState {
 		if m.Phase != amHD && m.Phase != amWrite {
 			m.Pages = 0
 		}
-		if m.Phase == amDone {
-			m.Src, m.Dst, m.Cleaned = 0, 0, false
+		if m.Phase == amDone && (m.Expired || m.Sum == 0) {
+			m.Src, m.Dst, m.Cleaned, m.Sum = 0, 0, false, 0
+		}
+		if m.Phase != amHD && m.Phase != amWrite {
+			m.Inc = false
 		}
 	}
 	for i := range s.C {
@@ -833,4 +949,29 @@ func authNormalize(s AuthorityState) AuthorityState {
 		s.Late[i].Stamp.Rev = to[s.Late[i].Stamp.Rev]
 	}
 	return s
+}
+
+// reverseProven is orchestrator/reverse.go's proof, for migration i whose
+// hard-delete lock is revision h, in n (the step's state, changed: the
+// authorities it installs): the routing document before it carries the
+// reverse window of a swap that moved the resource from i's target to its
+// source, no migration released since, the window has not ended, and the
+// old location — told it is importing, so no cleanup deletes it from now
+// on — holds exactly what was validated at that swap. The source is told
+// its hard-delete authority in the same step (tombstones from now on).
+func (n *AuthorityState) reverseProven(cfg *AuthorityConfig, i, h uint8) bool {
+	m := n.Mig[i]
+	prev := n.doc(h - 1)
+	if prev.Rw == 0 || prev.Last != prev.Rw {
+		return false
+	}
+	j := n.Mig[prev.Rw-1]
+	if j.Src != m.Dst || j.Dst != m.Src || j.Expired || j.Sum == 0 {
+		return false
+	}
+	if !n.deliver(cfg, areq{Kind: rqAuthorize, Region: m.Dst, Stamp: n.authAt(h, m.Dst)}) ||
+		!n.deliver(cfg, areq{Kind: rqAuthorize, Region: m.Src, Stamp: n.authAt(h, m.Src)}) {
+		return false
+	}
+	return live(n.Stores[m.Dst])|0x80 == j.Sum
 }

@@ -111,6 +111,12 @@ type ImportResult struct {
 	Total   int `msgpack:"total"`
 	// Removed is how many records a Reset removed.
 	Removed int `msgpack:"removed,omitempty"`
+	// Seq is the resource's change sequence after the import (the sync
+	// token a historical export here would issue); 0 when the participant
+	// does not say. The orchestrator records the one the last import
+	// before the swap answers: a move back copies only the changes above
+	// it (the reverse window).
+	Seq uint64 `msgpack:"seq,omitempty"`
 	// Digests are the target's slice digests when the request asked for
 	// them (nil for a resource without live records).
 	Digests []SliceDigest `msgpack:"digests,omitempty"`

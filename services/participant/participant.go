@@ -307,6 +307,10 @@ func (p *Participant) Import(ctx context.Context, req contract.ImportRequest) (c
 			}
 			res.Applied++
 		}
+		var err error
+		if res.Seq, err = tx.LastSeq(); err != nil {
+			return err
+		}
 		if req.Digests {
 			var err error
 			res.Digests, err = tx.Digests()
