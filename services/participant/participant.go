@@ -239,6 +239,26 @@ func (p *Participant) Export(ctx context.Context, req contract.ExportRequest) (c
 	return page, nil
 }
 
+// prefetch tells tx the ids of an imported page before the kit Gets them
+// one by one: presumed absent on a historical page (Presumer), read in one
+// go otherwise (Prefetcher).
+func (p *Participant) prefetch(tx Tx, req contract.ImportRequest, recs []contract.Record) error {
+	pr, presumes := tx.(Presumer)
+	pf, prefetches := tx.(Prefetcher)
+	presumes = presumes && req.Page != nil && req.Page.Mode == contract.Historical
+	if !presumes && (!prefetches || len(recs) < 2) {
+		return nil
+	}
+	ids := make([]string, len(recs))
+	for i := range recs {
+		ids[i] = recs[i].ID
+	}
+	if presumes {
+		return pr.Presume(ids)
+	}
+	return pf.Prefetch(ids)
+}
+
 // Import implements contract.Participant: in one transaction, the request's
 // authority is joined and decided (OpReset with Reset, else OpImport), a
 // reset clears the resource, and the page is applied idempotently (paper
@@ -278,14 +298,8 @@ func (p *Participant) Import(ctx context.Context, req contract.ImportRequest) (c
 			}
 			res.Removed = n
 		}
-		if pf, ok := tx.(Prefetcher); ok && len(recs) > 1 {
-			ids := make([]string, len(recs))
-			for i := range recs {
-				ids[i] = recs[i].ID
-			}
-			if err := pf.Prefetch(ids); err != nil {
-				return err
-			}
+		if err := p.prefetch(tx, req, recs); err != nil {
+			return err
 		}
 		now := p.o.Now().UnixNano()
 		for _, in := range recs {

@@ -92,3 +92,19 @@ type Tx interface {
 type Prefetcher interface {
 	Prefetch(ids []string) error
 }
+
+// Presumer is what a Tx may also implement: Presume takes the records ids
+// as absent without reading them (Get answers "absent" for each not read
+// yet). The presumption is the adapter's to verify before the commit: if
+// any of them is stored, the transaction must fail rather than commit (a
+// unique key on the record's id that the insert hits does it) and the
+// adapter runs fn again in a transaction whose Presume reads the ids
+// (as Prefetch). Every presumed id is Put by the kit before the commit.
+//
+// The kit presumes the records of historical pages: the attempt's first
+// page reset the target and a historical copy sends each record once, so
+// they are new but for a page imported twice (a retried step) or a move
+// back within the reverse window, which cost the second transaction.
+type Presumer interface {
+	Presume(ids []string) error
+}

@@ -8,7 +8,7 @@ import (
 	"github.com/cutover/cutover/services/participant"
 )
 
-// BenchmarkImportPage500 measures importing one export page of 500 new
+// BenchmarkImportPage500 measures importing one historical export page of 500 new
 // 256-byte records through the kit into PostgreSQL (the test server: fsync
 // off, so this is the statements' and the kit's cost, not the disk's).
 func BenchmarkImportPage500(b *testing.B) {
@@ -23,7 +23,7 @@ func BenchmarkImportPage500(b *testing.B) {
 				CreatedAt: int64(n) * 1e9, UpdatedAt: int64(n) * 1e9, Data: data}
 			n++
 		}
-		r, err := p.Import(b.Context(), contract.ImportRequest{Resource: res, Authority: importing(5), Page: page(recs...)})
+		r, err := p.Import(b.Context(), contract.ImportRequest{Resource: res, Authority: importing(5), Page: historical(recs...)})
 		if err != nil || r.Applied != len(recs) {
 			b.Fatal(r, err)
 		}

@@ -8,3 +8,7 @@ var ByKeySQL = []struct{ Name, SQL, Index string }{
 	{"delete", sqlDelete, "cutover_records_pkey"},
 	{"changes", sqlChanges, "cutover_records_seq"},
 }
+
+// PresumedWrong is how many transactions ran again because a record
+// presumed absent was stored.
+func (s *Store) PresumedWrong() uint64 { return s.presumedWrong.Load() }

@@ -36,9 +36,11 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cutover/cutover/services/contract"
@@ -68,6 +70,9 @@ type Store struct {
 	pool    *pgxpool.Pool
 	service string
 	ttl     time.Duration
+	// presumedWrong counts transactions run again because a record
+	// presumed absent was stored.
+	presumedWrong atomic.Uint64
 }
 
 var _ participant.Storage = (*Store)(nil)
@@ -152,9 +157,29 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Update implements participant.Storage: one READ COMMITTED transaction
 // holding the resource's row lock. fn's writes are buffered and sent in
 // one batch before any range read and at the commit.
+//
+// Records presumed absent (Presume) are inserted by COPY, which the
+// primary key refuses if one of them is stored after all: the transaction
+// then rolls back and runs again with the ids read (Prefetch).
 func (s *Store) Update(ctx context.Context, resource string, fn func(participant.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ptx pgx.Tx) error {
-		t := &tx{ctx: ctx, q: ptx, service: s.service, resource: resource}
+	err := s.update(ctx, resource, fn, true)
+	if errors.Is(err, errPresumed) {
+		s.presumedWrong.Add(1)
+		err = s.update(ctx, resource, fn, false)
+	}
+	return err
+}
+
+// errPresumed: a record presumed absent was stored.
+var errPresumed = errors.New("pgstore: a record presumed absent is stored")
+
+// update is one transaction of Update; presume lets Presume take ids as
+// absent without reading them.
+func (s *Store) update(ctx context.Context, resource string, fn func(participant.Tx) error, presume bool) error {
+	var presumed bool
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ptx pgx.Tx) error {
+		t := &tx{ctx: ctx, q: ptx, service: s.service, resource: resource, presume: presume}
+		defer func() { presumed = t.presumed }()
 		found, err := t.loadResource(true)
 		if err == nil && !found { // a resource's first write: its row, then its lock
 			if _, err = ptx.Exec(ctx, `INSERT INTO cutover_resources (service, resource) VALUES ($1, $2) ON CONFLICT DO NOTHING`, s.service, resource); err == nil {
@@ -169,6 +194,12 @@ func (s *Store) Update(ctx context.Context, resource string, fn func(participant
 		}
 		return t.flush()
 	})
+	var pe *pgconn.PgError
+	if presumed && errors.As(err, &pe) && pe.Code == "23505" && // unique_violation
+		pe.ConstraintName == "cutover_records_pkey" {
+		return errPresumed
+	}
+	return err
 }
 
 // View implements participant.Storage: one REPEATABLE READ, read-only
@@ -192,6 +223,7 @@ type tx struct {
 	service, resource string
 	readOnly          bool
 	cleared           bool // Clear ran: a record not cached is absent
+	presume, presumed bool // Presume may take ids as absent; it did
 	auth              contract.Authority
 	lastSeq           uint64
 	resourceDirty     bool
@@ -211,6 +243,8 @@ type cached struct {
 	// insertion), a known-absent removal sends nothing. The resource's row
 	// lock keeps what was read true until the commit.
 	read, stored bool
+	// presumed: absent without a read (Presume); the insert checks it.
+	presumed bool
 }
 
 type cachedDigest struct {
@@ -356,6 +390,25 @@ func (t *tx) Prefetch(ids []string) error {
 	return nil
 }
 
+// Presume takes the ids not read yet as absent without reading them
+// (participant.Presumer); in a transaction run again because one was
+// stored, it reads them (Prefetch).
+func (t *tx) Presume(ids []string) error {
+	if !t.presume {
+		return t.Prefetch(ids)
+	}
+	if t.cleared {
+		return nil // Get answers a cleared resource's ids
+	}
+	for _, id := range ids {
+		if _, ok := t.recs[id]; !ok {
+			t.cache(id, &cached{read: true, presumed: true})
+			t.presumed = true
+		}
+	}
+	return nil
+}
+
 func (t *tx) cache(id string, c *cached) {
 	if t.recs == nil {
 		t.recs = map[string]*cached{}
@@ -390,6 +443,9 @@ func (t *tx) Remove(id string) error {
 		t.cache(id, c)
 	}
 	c.rec, c.found = contract.Record{}, false
+	if c.presumed {
+		c.read = false // its presence is not known: the DELETE goes out
+	}
 	if !c.pending {
 		c.pending = true
 		t.pendingRecs = append(t.pendingRecs, id)
