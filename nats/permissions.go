@@ -203,7 +203,7 @@ func Grants(id Identity, user string, regions []string) ([]Grant, error) {
 			serve.Subscribe = append(serve.Subscribe, contractPrefix+"."+r+".>")
 		}
 	}
-	pages := Grant{Name: "publish and read export pages", Publish: []string{pageSubjects, jsAPI("STREAM.MSG.GET", pagesStream)}}
+	pages := Grant{Name: "publish and read export pages", Publish: []string{pageSubjects, jsAPI("STREAM.MSG.GET", pagesStream), jsAPI("DIRECT.GET", pagesStream)}}
 	discover := Grant{Name: "discover contract servers", Publish: []string{srvSubjects}}
 	readLog := Grant{Name: "read the migration log and index", Publish: append(readStream(eventStream), readStream(indexStream)...)}
 	// Denials: what only the admin, only the workers, only the writers of

@@ -56,3 +56,14 @@ func TestParticipantDocNamesEveryOp(t *testing.T) {
 		t.Errorf("docs/participant.md does not give the contract version %s", Version)
 	}
 }
+
+// Pages are read from the stream leader: direct gets (answered by any
+// replica) only on a stream of one replica, where the leader is the only
+// server.
+func TestPagesConfigDirectGetsOnlyWithOneReplica(t *testing.T) {
+	for replicas, want := range map[int]bool{0: true, 1: true, 3: false, 5: false} {
+		if got := PagesConfig(replicas).AllowDirect; got != want {
+			t.Errorf("PagesConfig(%d).AllowDirect = %v, want %v", replicas, got, want)
+		}
+	}
+}
