@@ -64,12 +64,10 @@ type copiedPage struct {
 // with the source's authority (installed before the export reads: the
 // tombstoning primary of Phase 2, whose first page issues the sync token;
 // the exporting store of Phase 3), the imports with the target's
-// (importing). The attempt's first run resets the target
-// (ImportRequest.Reset, a request without a page, sent at once, beside the
-// first export): a target that still holds an older copy (a move back
-// within the cleanup window) keeps nothing the source no longer has, and
-// the first page's import is pipelined as any other instead of waiting
-// alone for the reset — unless since is above 0: a move back within the reverse window
+// (importing). The attempt's first historical page resets the target
+// (ImportRequest.Reset): a target that still holds an older copy (a move
+// back within the cleanup window) keeps nothing the source no longer has —
+// unless since is above 0: a move back within the reverse window
 // (reverse.go), whose target still holds exactly what it held at the
 // earlier swap, copies only the records changed after since, without a
 // reset. Its first page (which issues the sync token and cannot start at
@@ -143,10 +141,9 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 	// decoding overlap the previous page's write at the target, which
 	// serialises them under the resource's lock. Imports of distinct pages
 	// commute (paper 001 (A3): the import rule converges in any order), so
-	// only two imports wait for every import before them: the first page's
-	// waits for the reset (which must not remove a later page's records),
-	// and a delta run's last page's (the digests it reads must include
-	// every page).
+	// only two pages wait for every import before them: the attempt's first
+	// (its reset must not remove a later page's records) and a delta run's
+	// last (the digests it reads must include every page).
 	var (
 		out      []copiedPage
 		digests  []contract.SliceDigest
@@ -161,18 +158,10 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 			if failed == nil && sl.err != nil {
 				failed = fmt.Errorf("import %s: %w", service, sl.err)
 			}
-			if failed == nil && !sl.reset {
+			if failed == nil {
 				out = append(out, sl.page)
 			}
 		}
-	}
-	if reset {
-		sl := &importSlot{reset: true, done: make(chan struct{})}
-		inflight = append(inflight, sl)
-		go func() {
-			defer close(sl.done)
-			_, sl.err = tgt.Import(ctx, st.ID, PageInfo{Service: service, Mode: contract.Historical, Resource: st.Resource, Authority: into, Reset: true})
-		}()
 	}
 	for e := range pages {
 		if e.err != nil {
@@ -181,29 +170,27 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 		}
 		last := e.req.Mode == contract.Delta && !e.pi.More
 		sl := &importSlot{page: copiedPage{req: e.req, pi: e.pi, took: e.took}, done: make(chan struct{})}
-		if e.pi.Count == 0 && !last {
+		if e.pi.Count == 0 && !last && !reset {
 			close(sl.done) // nothing to import
 			inflight = append(inflight, sl)
 			continue
 		}
-		e.pi.Resource, e.pi.Authority, e.pi.Digests = st.Resource, into, last
+		e.pi.Resource, e.pi.Authority, e.pi.Reset, e.pi.Digests = st.Resource, into, reset, last
 		if e.pi.Count == 0 {
 			e.pi.Seq, e.pi.Page = 0, nil
 		}
 		sl.page.pi = e.pi
-		switch {
-		case last:
+		first := reset
+		if first || last {
 			settle(0)
-		case reset: // the first page: after the reset
-			settle(0)
-			reset = false
-		default:
+		} else {
 			settle(importDepth - 1)
 		}
 		if failed != nil {
 			settle(0)
 			return out, nil, failed
 		}
+		reset = false
 		inflight = append(inflight, sl)
 		go func() {
 			defer close(sl.done)
@@ -214,12 +201,14 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 				sl.page.tseq = r.Seq
 			}
 		}()
-		if last {
+		if first || last {
 			settle(0)
 			if failed != nil {
 				return out, nil, failed
 			}
-			return out, digests, nil
+			if last {
+				return out, digests, nil
+			}
 		}
 	}
 	settle(0)
@@ -228,10 +217,9 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 
 // importSlot is one page's import in flight.
 type importSlot struct {
-	page  copiedPage
-	reset bool // the attempt's reset, no page
-	err   error
-	done  chan struct{}
+	page copiedPage
+	err  error
+	done chan struct{}
 }
 
 // importDepth is how many imports of one copy run are in flight at once.

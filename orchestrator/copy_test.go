@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,10 +90,10 @@ func (d *importLog) position(ev string) int {
 }
 
 // A copy run keeps two imports in flight (a page's transfer overlaps the
-// previous page's write), except around the two imports that must see
-// every import before them: the attempt's reset (alone, without a page)
-// ends before any other starts, and the delta run's last (it reads the
-// digests validation compares) starts after every other has ended.
+// previous page's write), except around the two pages that must see every
+// import before them: the attempt's first (it resets the target) ends
+// before any other starts, and the delta run's last (it reads the digests
+// validation compares) starts after every other has ended.
 func TestCopyRunPipelinesImports(t *testing.T) {
 	e := mustEnv(t)
 	const res = "conv/pipelined"
@@ -179,45 +178,5 @@ func TestCopyRunImportFailureKeepsOrder(t *testing.T) {
 	}
 	if n < 2 || pages[len(pages)-1].More {
 		t.Fatalf("%d messages pages checkpointed, the last with more to come: %+v", n, pages)
-	}
-}
-
-// The attempt's reset goes to the target alone, at once, beside the first
-// export (not with the first page, whose import would then wait for it
-// alone): the first historical export is held until the reset arrives,
-// and the migration completes with every record at the target.
-func TestCopyRunResetsBesideTheFirstExport(t *testing.T) {
-	e := mustEnv(t)
-	const res = "conv/resetfirst"
-	e.seed(res, 20)
-	reset := make(chan contract.ImportRequest, 8)
-	tgt := e.wrap("eu", "messages")
-	tgt.onImport = func(req *contract.ImportRequest) error {
-		if req.Reset {
-			reset <- *req
-		}
-		return nil
-	}
-	var early atomic.Bool
-	src := e.wrap("us", "messages")
-	src.onExport = func(req contract.ExportRequest) error {
-		if req.Mode == contract.Historical && req.Cursor == 0 && req.SyncToken == 0 {
-			select {
-			case r := <-reset:
-				early.Store(true)
-				if r.Page != nil {
-					t.Errorf("the reset carries a page (%d records): it should go alone", len(r.Page.Records))
-				}
-			case <-time.After(3 * time.Second): // under the export's own deadline
-			}
-		}
-		return nil
-	}
-	st, _ := e.migrateWith(e.config(), res)
-	if st.Status != events.StatusCompleted {
-		t.Fatalf("status %s (%s)", st.Status, st.Reason)
-	}
-	if !early.Load() {
-		t.Error("the first historical export was not met by the reset within 3 s: the reset waits for the first page")
 	}
 }
