@@ -29,3 +29,24 @@ func BenchmarkImportPage500(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPut measures one user write through the kit: a new 256-byte
+// record under a primary's authority, one transaction (fsync off, as
+// above: the statements' and round trips' cost).
+func BenchmarkPut(b *testing.B) {
+	p := participant.New("kit", openB(b), participant.Options{})
+	primary := contract.Authority{Rev: 5, Role: contract.RolePrimary}
+	if _, err := p.Authorize(b.Context(), res, primary); err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, 256)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		rec := contract.Record{ID: fmt.Sprintf("m%09d", n), Kind: "note", CreatedAt: int64(n) * 1e9, UpdatedAt: int64(n) * 1e9, Data: data}
+		n++
+		if _, err := p.Put(b.Context(), res, rec, true, primary); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

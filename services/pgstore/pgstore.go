@@ -175,27 +175,40 @@ var errPresumed = errors.New("pgstore: a record presumed absent is stored")
 
 // update is one transaction of Update; presume lets Presume take ids as
 // absent without reading them.
-func (s *Store) update(ctx context.Context, resource string, fn func(participant.Tx) error, presume bool) error {
-	var presumed bool
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ptx pgx.Tx) error {
-		t := &tx{ctx: ctx, q: ptx, service: s.service, resource: resource, presume: presume}
-		defer func() { presumed = t.presumed }()
-		found, err := t.loadResource(true)
-		if err == nil && !found { // a resource's first write: its row, then its lock
-			if _, err = ptx.Exec(ctx, `INSERT INTO cutover_resources (service, resource) VALUES ($1, $2) ON CONFLICT DO NOTHING`, s.service, resource); err == nil {
-				_, err = t.loadResource(true)
-			}
+//
+// The transaction is sent in as few round trips as its statements allow:
+// BEGIN with the resource row's lock, the reads fn makes, the records new
+// to the table (COPY), then the other writes with COMMIT — two round trips
+// fewer than BEGIN, the lock, …, the writes and COMMIT each on its own,
+// one of them under the row lock.
+func (s *Store) update(ctx context.Context, resource string, fn func(participant.Tx) error, presume bool) (err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	t := &tx{ctx: ctx, q: conn, service: s.service, resource: resource, presume: presume}
+	committed := false
+	defer func() {
+		if !committed { // a failed batch skips its COMMIT: the transaction is still open
+			t.rollback(conn)
 		}
-		if err != nil {
-			return err
+	}()
+	found, err := t.begin()
+	if err == nil && !found { // a resource's first write: its row, then its lock
+		if _, err = conn.Exec(ctx, `INSERT INTO cutover_resources (service, resource) VALUES ($1, $2) ON CONFLICT DO NOTHING`, s.service, resource); err == nil {
+			_, err = t.loadResource(true)
 		}
-		if err := fn(t); err != nil {
-			return err
-		}
-		return t.flush()
-	})
+	}
+	if err == nil {
+		err = fn(t)
+	}
+	if err == nil {
+		err = t.flushCommit()
+		committed = err == nil
+	}
 	var pe *pgconn.PgError
-	if presumed && errors.As(err, &pe) && pe.Code == "23505" && // unique_violation
+	if t.presumed && errors.As(err, &pe) && pe.Code == "23505" && // unique_violation
 		pe.ConstraintName == "cutover_records_pkey" {
 		return errPresumed
 	}
@@ -219,7 +232,7 @@ func (s *Store) View(ctx context.Context, resource string, fn func(participant.R
 // writes not yet sent.
 type tx struct {
 	ctx               context.Context
-	q                 pgx.Tx
+	q                 querier
 	service, resource string
 	readOnly          bool
 	cleared           bool // Clear ran: a record not cached is absent
@@ -231,6 +244,16 @@ type tx struct {
 	digests           map[int64]*cachedDigest
 	pendingRecs       []string // ids written since the last flush, in order
 	pendingDigests    []int64
+}
+
+// querier is a transaction's connection: a pgx.Tx (View) or a pooled
+// connection inside BEGIN (Update).
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, rows pgx.CopyFromSource) (int64, error)
 }
 
 type cached struct {
@@ -252,16 +275,51 @@ type cachedDigest struct {
 	pending bool
 }
 
+// begin starts the transaction and reads the resource's row, locking it,
+// in one round trip; found as loadResource's.
+func (t *tx) begin() (found bool, err error) {
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+	b.Queue(sqlResource+` FOR UPDATE`, t.service, t.resource).QueryRow(func(row pgx.Row) error {
+		found, err = t.scanResource(row)
+		return err
+	})
+	if berr := t.q.SendBatch(t.ctx, b).Close(); err == nil {
+		err = berr
+	}
+	return found, err
+}
+
+// rollback ends a transaction that did not commit (ROLLBACK outside one
+// only warns). A connection it cannot roll back (broken, or its context
+// done) is closed, so that the pool never hands out a connection inside a
+// transaction.
+func (t *tx) rollback(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, `ROLLBACK`); err != nil {
+		_ = conn.Conn().Close(ctx)
+	}
+}
+
+// sqlResource reads a resource's row.
+const sqlResource = `SELECT rev, role, deletes, until_ms, last_seq FROM cutover_resources WHERE service = $1 AND resource = $2`
+
 // loadResource reads the resource's row (locking it with forUpdate);
 // found is false when the resource has none (nothing written yet).
 func (t *tx) loadResource(forUpdate bool) (found bool, err error) {
-	q := `SELECT rev, role, deletes, until_ms, last_seq FROM cutover_resources WHERE service = $1 AND resource = $2`
+	q := sqlResource
 	if forUpdate {
 		q += ` FOR UPDATE`
 	}
+	return t.scanResource(t.q.QueryRow(t.ctx, q, t.service, t.resource))
+}
+
+// scanResource reads the resource's row from row into the transaction.
+func (t *tx) scanResource(row pgx.Row) (found bool, err error) {
 	var rev, lastSeq int64
 	var role, deletes string
-	err = t.q.QueryRow(t.ctx, q, t.service, t.resource).Scan(&rev, &role, &deletes, &t.auth.Until, &lastSeq)
+	err = row.Scan(&rev, &role, &deletes, &t.auth.Until, &lastSeq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -520,8 +578,18 @@ func (t *tx) Clear() (int, error) {
 // removed records, one INSERT … ON CONFLICT over unnest'ed arrays for the
 // put ones (a page of 500 records is one statement, not 500), the digests
 // and the resource row.
-func (t *tx) flush() error {
+func (t *tx) flush() error { return t.send(false) }
+
+// flushCommit sends the buffered writes and COMMIT, in the round trip of
+// the writes' batch.
+func (t *tx) flushCommit() error { return t.send(true) }
+
+// send sends the buffered writes (flush), then COMMIT if commit.
+func (t *tx) send(commit bool) error {
 	if t.readOnly || (len(t.pendingRecs) == 0 && len(t.pendingDigests) == 0 && !t.resourceDirty) {
+		if commit {
+			return t.commit(nil)
+		}
 		return nil
 	}
 	b := &pgx.Batch{}
@@ -576,6 +644,24 @@ func (t *tx) flush() error {
 			return err
 		}
 	}
+	if commit {
+		return t.commit(b)
+	}
+	return t.q.SendBatch(t.ctx, b).Close()
+}
+
+// commit sends b (nil: nothing) with COMMIT at its end, and checks that
+// COMMIT committed.
+func (t *tx) commit(b *pgx.Batch) error {
+	if b == nil {
+		b = &pgx.Batch{}
+	}
+	b.Queue(`COMMIT`).Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() != "COMMIT" { // a transaction that had failed answers ROLLBACK
+			return pgx.ErrTxCommitRollback
+		}
+		return nil
+	})
 	return t.q.SendBatch(t.ctx, b).Close()
 }
 
