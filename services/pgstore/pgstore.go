@@ -574,10 +574,10 @@ func (t *tx) Clear() (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-// flush sends the buffered writes in one batch: one DELETE for the
-// removed records, one INSERT … ON CONFLICT over unnest'ed arrays for the
-// put ones (a page of 500 records is one statement, not 500), the digests
-// and the resource row.
+// flush sends the buffered writes: the records new to the table by COPY,
+// then one batch of a DELETE per removed record, one INSERT … ON CONFLICT
+// over unnest'ed arrays for the other put ones (a page of 500 records is
+// one statement, not 500), the digests and the resource row.
 func (t *tx) flush() error { return t.send(false) }
 
 // flushCommit sends the buffered writes and COMMIT, in the round trip of
