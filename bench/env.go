@@ -55,19 +55,22 @@ func (e *env) traffic(ctx context.Context, convs []workload.Conv, users []string
 
 // clientFence is what the users felt: 423s and the delay they added.
 type clientFence struct {
-	Writes      int64   `json:"writes_attempted"`
-	Rejected423 int64   `json:"rejected_423"`
-	Fenced      int64   `json:"fenced_ops"`
-	Unrecovered int64   `json:"unrecovered"`
-	OtherFailed int64   `json:"failed_other"`
-	AvgDelayMs  float64 `json:"avg_fence_delay_ms"`
-	MaxDelayMs  float64 `json:"max_fence_delay_ms"`
+	Writes      int64 `json:"writes_attempted"`
+	Rejected423 int64 `json:"rejected_423"`
+	Fenced      int64 `json:"fenced_ops"`
+	Unrecovered int64 `json:"unrecovered"`
+	OtherFailed int64 `json:"failed_other"`
+	// FailedBy breaks failed_other down by operation and answer ("edit
+	// 404 not_found", ...).
+	FailedBy   map[string]int64 `json:"failed_by,omitempty"`
+	AvgDelayMs float64          `json:"avg_fence_delay_ms"`
+	MaxDelayMs float64          `json:"max_fence_delay_ms"`
 }
 
 // fenceOf is the users' view of the fences from the traffic's stats.
 func fenceOf(s workload.Stats) clientFence {
 	return clientFence{Writes: s.Attempted, Rejected423: s.Rejected423, Fenced: s.Fenced, Unrecovered: s.Unrecovered,
-		OtherFailed: s.FailedOther, AvgDelayMs: s.AvgFenceMs(), MaxDelayMs: s.MaxFenceMs()}
+		OtherFailed: s.FailedOther, FailedBy: s.FailedBy, AvgDelayMs: s.AvgFenceMs(), MaxDelayMs: s.MaxFenceMs()}
 }
 
 // migrated is one finished migration of a conversation.
