@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/cutover/cutover/eventlog"
 	"github.com/cutover/cutover/services/contractnats"
 )
 
@@ -84,4 +89,62 @@ func syncedAppendsPerSec(ctx context.Context, js jetstream.JetStream, n int) (fl
 		}
 	}
 	return Ratio(float64(n), time.Since(start).Seconds()), nil
+}
+
+// eventAppends counts what the migration event log took after stream
+// sequence from up to to: its messages and the synced appends that stored
+// them (an atomic batch is one: eventlog.Entry.SameAppend).
+func eventAppends(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, from, to uint64) (appends, msgs uint64, err error) {
+	if to <= from {
+		return 0, 0, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err = eventlog.New(nc, js).Follow(ctx, "", from+1, func(e eventlog.Entry) error {
+		if e.Seq > to {
+			return eventlog.ErrStop
+		}
+		msgs++
+		if !e.SameAppend {
+			appends++
+		}
+		if e.Seq == to {
+			return eventlog.ErrStop
+		}
+		return nil
+	})
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("bench: counting the event log's appends: %w", ctx.Err())
+	}
+	return appends, msgs, err
+}
+
+// diskFlushes is the number of flush requests this machine's disks have
+// completed (Linux: field 16 of /sys/block/<disk>/stat, on kernels from
+// 5.5; loop, RAM and device-mapper devices are left out). Every fsync of a
+// file on a disk is one, whoever made it: JetStream's, Pebble's, the
+// mirrors'. ok is false where it cannot be read.
+func diskFlushes() (n uint64, ok bool) {
+	stats, _ := filepath.Glob("/sys/block/*/stat")
+	for _, p := range stats {
+		name := filepath.Base(filepath.Dir(p))
+		if strings.HasPrefix(name, "loop") || strings.HasPrefix(name, "ram") || strings.HasPrefix(name, "zram") ||
+			strings.HasPrefix(name, "dm-") || strings.HasPrefix(name, "md") || strings.HasPrefix(name, "sr") {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 16 {
+			continue
+		}
+		v, err := strconv.ParseUint(f[15], 10, 64)
+		if err != nil {
+			continue
+		}
+		n, ok = n+v, true
+	}
+	return n, ok
 }

@@ -75,8 +75,17 @@ type throughputFigure struct {
 	Fanout           string         `json:"fanout"`
 	// AppendsPerMigration counts the synced JetStream appends the move
 	// made, per completed migration, by stream (the design budget
-	// names: each is one fsync on a single node with sync always).
+	// names: each is one fsync on a single node with sync always; an
+	// atomic batch of events is one).
 	AppendsPerMigration map[string]float64 `json:"appends_per_migration"`
+	// EventsPerMigration counts the events (messages) MIGRATION_EVENTS
+	// took per completed migration, in appends_per_migration's appends.
+	EventsPerMigration float64 `json:"events_per_migration"`
+	// DiskFlushesPerMigration counts the flush requests the machine's
+	// disks completed during the move, per completed migration: every
+	// fsync of JetStream (streams, the routing mirror, consumers) and of
+	// the Pebble stores (Linux only; absent elsewhere).
+	DiskFlushesPerMigration float64 `json:"disk_flushes_per_migration,omitempty"`
 	// ContractRequestsPerMigration: requests the participants served
 	// (exports, imports, authority, digests, cleanups), per completed
 	// migration (the traffic's reads and writes go to the stores
@@ -137,6 +146,7 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Result, error) {
 	appendsBefore := e.streamMsgs(ctx, throughputStreams...)
 	requestsBefore, rerr := contractRequests(ctx, e.NC)
 	cpu := ReadCPU()
+	flushes, flushesOK := diskFlushes()
 	var ms []migrated
 	var wall time.Duration
 	if o.Fanout == "tenant" {
@@ -145,6 +155,11 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Result, error) {
 		ms, wall, err = e.moveDirect(ctx, convs, o.Progress)
 	}
 	use := cpu.Since(wall)
+	if n, ok := diskFlushes(); ok && flushesOK {
+		flushes = n - flushes
+	} else {
+		flushesOK = false
+	}
 	f := throughputFigure{WallS: wall.Seconds(), CPU: use, WriteLockByClass: map[string]Pct{}, Fanout: o.Fanout,
 		ConvergenceDelay: fmt.Sprintf("%s (tiers %v, replication bound %s, buffer %s)", e.Locker.Config().ConvergenceDelay,
 			cfg.Tiers, cfg.ReplicationBound, cfg.Orchestrator.ConvergenceBuffer)}
@@ -181,10 +196,20 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Result, error) {
 	total := 0.0
 	for _, name := range throughputStreams {
 		v := Ratio(float64(after[name]-appendsBefore[name]), float64(f.Completed))
+		if name == events.EventStream {
+			appends, msgs, err := eventAppends(ctx, e.NC, e.JS, appendsBefore[name], after[name])
+			if err != nil {
+				return nil, err
+			}
+			v, f.EventsPerMigration = Ratio(float64(appends), float64(f.Completed)), Ratio(float64(msgs), float64(f.Completed))
+		}
 		f.AppendsPerMigration[name] = v
 		total += v
 	}
 	f.AppendsPerMigration["total"] = total
+	if flushesOK {
+		f.DiskFlushesPerMigration = Ratio(float64(flushes), float64(f.Completed))
+	}
 	if requestsAfter, err := contractRequests(ctx, e.NC); err == nil && rerr == nil {
 		f.ContractRequestsPerMigration = Ratio(float64(requestsAfter-requestsBefore), float64(f.Completed))
 	}
@@ -212,7 +237,8 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Result, error) {
 			"rate = completed migrations / wall time from the first start to the last migration's end; total_ms ends at the swap",
 			"fanout tenant: one tenant move; each of its steps reads its active children once (16 at a time) and records every child that ended and every child it can start (orchestrator/tenant.go); fanout direct measures the engine itself (worker Parallel × workers in flight)",
 			"write lock = write-lock escalation -> swap, from phase timestamps",
-			"appends_per_migration counts messages added to each stream during the move (live traffic adds none: user writes go to Pebble); with sync always each is an fsync under its stream's lock, which serialises them; Pebble's commits (imports, fences) group-commit and are not counted",
+			"appends_per_migration counts the writes that added messages to each stream during the move (live traffic adds none: user writes go to Pebble); an atomic batch of a step's events is one write (events_per_migration counts the events); with sync always each is an fsync under its stream's lock, which serialises them; Pebble's commits (imports, fences) group-commit and are not counted there",
+			"disk_flushes_per_migration counts every flush the disks completed during the move (Linux /sys/block): JetStream's appends, the routing mirror's, the consumers' state, the Pebble stores' commits and the live traffic's writes",
 			"contract_requests_per_migration: the participants' micro-service request counts ($SRV.STATS) before and after the move; cpu_ms_per_migration: the process's CPU during the move / completed; fsync_ceiling: 500 acknowledged publishes one after another to a scratch file stream after the move, / appends_per_migration total",
 			fmt.Sprintf("cpu is getrusage of the whole process (embedded NATS, both regions' stores, API, traffic, orchestrator) during the move: %.2f cores on %d workers", use.Cores, o.Workers),
 		}}, nil

@@ -50,6 +50,10 @@ type Entry struct {
 	Seq   uint64
 	Event *events.Envelope
 	Err   error
+	// SameAppend is true for a message stored by the same append as the
+	// one before it: a later message of an atomic batch (AppendBatch),
+	// written with it in one synced write.
+	SameAppend bool
 }
 
 // Last reads a migration's last event with ONE non-direct get of the last
@@ -209,6 +213,13 @@ const (
 
 // publishBatch sends a batch's messages, the last one (the commit) as a
 // request answered with the batch's acknowledgement.
+// laterInBatch reports whether a stored message's headers make it a later
+// message of an atomic batch (its batch sequence is 2 or more).
+func laterInBatch(h nats.Header) bool {
+	n := h.Get(batchSeqHeader)
+	return n != "" && n != "1"
+}
+
 func (l *Log) publishBatch(ctx context.Context, msgs []*nats.Msg) (*jetstream.PubAck, error) {
 	nc := l.js.Conn()
 	for _, m := range msgs[:len(msgs)-1] {
@@ -273,7 +284,7 @@ func (l *Log) Follow(ctx context.Context, migrationID string, from uint64, fn fu
 		if err != nil {
 			continue
 		}
-		e := Entry{Seq: meta.Sequence.Stream}
+		e := Entry{Seq: meta.Sequence.Stream, SameAppend: laterInBatch(m.Headers())}
 		e.Event, e.Err = events.Decode(m.Data())
 		if err := fn(e); err != nil {
 			if errors.Is(err, ErrStop) {

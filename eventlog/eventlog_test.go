@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -114,6 +115,18 @@ func TestAppendBatch(t *testing.T) {
 	}
 	if n, _ := l.LastSeq(ctx); n != last {
 		t.Fatalf("the stream's last sequence moved to %d from %d", n, last)
+	}
+	// A reader tells the appends apart: the batch's later messages were
+	// written by the append of its first.
+	var same []bool
+	err = l.Follow(ctx, "m1", 0, func(e Entry) error {
+		if same = append(same, e.SameAppend); len(same) == 4 {
+			return ErrStop
+		}
+		return nil
+	})
+	if want := []bool{false, false, true, true}; err != nil || !slices.Equal(same, want) {
+		t.Fatalf("SameAppend of the four events: %v, %v; want %v", same, err, want)
 	}
 }
 

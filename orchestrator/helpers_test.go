@@ -47,16 +47,23 @@ func testLockConfig() kvrouting.LockConfig {
 
 func mustEnv(tb testing.TB, lockMod ...func(*kvrouting.LockConfig)) *env {
 	tb.Helper()
+	return mustEnvOn(tb, StreamConfig{}, lockMod...)
+}
+
+// mustEnvOn is mustEnv with the migration streams provisioned by sc (R1
+// file streams for the zero value: a step's events are not chained).
+func mustEnvOn(tb testing.TB, sc StreamConfig, lockMod ...func(*kvrouting.LockConfig)) *env {
+	tb.Helper()
 	srv := natstest.RunServer(tb)
 	nc, js := natstest.MustConnect(tb, srv.ClientURL())
 	ctx := context.Background()
 	if _, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{Replicas: 1}); err != nil {
 		tb.Fatal(err)
 	}
-	if err := Provision(ctx, js, StreamConfig{}); err != nil {
+	if err := Provision(ctx, js, sc); err != nil {
 		tb.Fatal(err)
 	}
-	if err := Provision(ctx, js, StreamConfig{}); err != nil { // idempotent
+	if err := Provision(ctx, js, sc); err != nil { // idempotent
 		tb.Fatal(err)
 	}
 	rs, err := kvrouting.NewStore(ctx, nc, js, "")

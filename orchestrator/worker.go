@@ -44,6 +44,10 @@ type Worker struct {
 	fencing FencePolicy
 	// holders is the holder's document cache (nil: WithoutHolderCache).
 	holders *holderCache
+	// chainSteps takes the steps of chained in the append of the step
+	// before them (engine.go), where the event stream stages an atomic
+	// batch in memory (batchesInMemory); set by Run before any step.
+	chainSteps bool
 }
 
 // NewWorker returns a worker; the streams must exist (Provision). opts are
@@ -139,6 +143,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		}
 		return fmt.Errorf("orchestrator: work consumer: %w", err)
+	}
+	if s, err := w.js.Stream(ctx, events.EventStream); err == nil {
+		w.chainSteps = batchesInMemory(s.CachedInfo().Config)
 	}
 	var g run.Group
 	g.Add(w.consumeActor(ctx, cmds, w.handleCommand), func(error) { cancel() })
