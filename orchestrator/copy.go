@@ -66,7 +66,9 @@ type copiedPage struct {
 // the exporting store of Phase 3), the imports with the target's
 // (importing). The attempt's first historical page resets the target
 // (ImportRequest.Reset): a target that still holds an older copy (a move
-// back within the cleanup window) keeps nothing the source no longer has —
+// back within the cleanup window) keeps nothing the source no longer has
+// (a second driver's reset at the same revision removes nothing, so it
+// cannot undo this run's pages: docs/participant.md "Import") —
 // unless since is above 0: a move back within the reverse window
 // (reverse.go), whose target still holds exactly what it held at the
 // earlier swap, copies only the records changed after since, without a

@@ -138,3 +138,55 @@ func TestValidateRefusesAckWaitBelowStepTimeout(t *testing.T) {
 		t.Fatalf("Validate with equal ack wait and step timeout: %v", err)
 	}
 }
+
+// TestASecondDriversResetRemovesNothing: two drivers of one migration (a
+// nudge's work message beside the one in flight, a redelivery) take the
+// same historical step at the same routing revision; only one step's event
+// is recorded, but both send their pages, the first with the reset. A
+// reset that lands between the other driver's pages must remove nothing
+// (the target already holds its stamp: every record there was imported
+// under it), or the recorded pages are gone at the target and the attempt
+// fails its validation.
+func TestASecondDriversResetRemovesNothing(t *testing.T) {
+	e := mustEnv(t)
+	e.seed("conv/dup", 30)
+	f := e.wrap("eu", "messages")
+	var (
+		mu       sync.Mutex
+		reset    *contract.ImportRequest
+		replayed bool
+	)
+	f.onImport = func(r *contract.ImportRequest) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.Reset && reset == nil:
+			c := *r
+			reset = &c
+		case !r.Reset && reset != nil && !replayed && r.Page != nil && r.Page.Cursor >= 15:
+			// The second driver's reset lands now, after this driver's
+			// pages up to 10 at least (one import in flight at most), at
+			// the revision they carry.
+			replayed = true
+			if _, err := e.participant("eu", "messages").Import(context.Background(), *reset); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	cfg := e.config()
+	cfg.PageLimit = 5
+	e.startWorker(cfg)
+	id, err := e.client.Start(context.Background(), events.Start{Resource: "conv/dup", Target: "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitDone(id, 30*time.Second)
+	if !replayed {
+		t.Fatal("no reset was replayed between pages")
+	}
+	if st.Status != events.StatusCompleted || st.Attempt != 1 {
+		t.Fatalf("%s in attempt %d (%s)", st.Status, st.Attempt, st.Reason)
+	}
+	e.assertMigrated("conv/dup")
+}

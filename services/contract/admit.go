@@ -82,7 +82,10 @@ type Decision struct {
 	Verdict Verdict
 	// Next is the record to keep: rec joined with the stamp. Persist
 	// tells whether it must be written (in the same transaction as the
-	// operation): a refused operation and a user read change nothing.
+	// operation): a refused operation and a user read change nothing. An
+	// allowed reset removes the resource's records only when Persist: at
+	// the stamp already held it repeats a reset of that revision, whose
+	// pages may have landed since (a second driver of the same step).
 	Next    Authority
 	Persist bool
 	// RetryAfter is a Locked verdict's Retry-After: the rest of the write

@@ -261,7 +261,10 @@ func (p *Participant) prefetch(tx Tx, req contract.ImportRequest, recs []contrac
 
 // Import implements contract.Participant: in one transaction, the request's
 // authority is joined and decided (OpReset with Reset, else OpImport), a
-// reset clears the resource, and the page is applied idempotently (paper
+// reset that installs its stamp clears the resource (one at the stamp
+// already held removes nothing: it repeats a reset of that revision, whose
+// pages may have landed since — a second driver's step, a retried
+// request), and the page is applied idempotently (paper
 // 001 (A3)): an incoming record replaces the stored one when its Version
 // is higher, or equal and it is a tombstone while the stored one is live,
 // or when the id is absent; so replays in any order converge and a
@@ -288,10 +291,11 @@ func (p *Participant) Import(ctx context.Context, req contract.ImportRequest) (c
 	res := contract.ImportResult{Total: len(recs)}
 	err = p.update(ctx, req.Resource, func(tx Tx) error {
 		res.Applied, res.Removed = 0, 0 // a retried transaction starts again
-		if _, err := p.admit(tx, tx, req.Resource, op, req.Authority); err != nil {
+		d, err := p.admit(tx, tx, req.Resource, op, req.Authority)
+		if err != nil {
 			return err
 		}
-		if req.Reset {
+		if req.Reset && d.Persist {
 			n, err := tx.Clear()
 			if err != nil {
 				return err
@@ -321,7 +325,6 @@ func (p *Participant) Import(ctx context.Context, req contract.ImportRequest) (c
 			}
 			res.Applied++
 		}
-		var err error
 		if res.Seq, err = tx.LastSeq(); err != nil {
 			return err
 		}
