@@ -40,6 +40,18 @@ func MirrorStream(region string) string { return natsclient.MirrorStream(region)
 // document"). A mirror in another JetStream domain keeps MirrorDirect false.
 //
 // In a supercluster, MirrorInCluster places the mirror in region's cluster.
+//
+// A new one-replica mirror persists asynchronously (PersistMode async): it
+// is a cache of ROUTING, never the record — a server that restarts having
+// lost its unsynced tail resumes mirroring from its last sequence, and until
+// then it answers like any mirror that lags, which every reader of it
+// already allows for (lock enforcement reads the leader; a store refuses a
+// request routed by an older revision "moved"). On a server with sync
+// always, a synced mirror cost one fsync more per routing write (4 of a
+// migration's ~45 on one node). nats-server cannot change a stream's persist
+// mode, so an existing mirror keeps its own; asking for more than one
+// replica of an asynchronous mirror returns ErrInvalidOptions (delete the
+// mirror first: `nats stream rm KV_ROUTING_MIRROR_<region>`).
 func ProvisionMirror(ctx context.Context, js jetstream.JetStream, region string, replicas int, opts ...MirrorOption) (jetstream.Stream, error) {
 	var mo mirrorOptions
 	for _, o := range opts {
@@ -66,6 +78,21 @@ func ProvisionMirror(ctx context.Context, js jetstream.JetStream, region string,
 	}
 	oc := origin.CachedInfo().Config
 
+	mode := jetstream.DefaultPersistMode
+	if replicas == 1 {
+		mode = jetstream.AsyncPersistMode
+	}
+	old, err := js.Stream(ctx, MirrorStream(region))
+	switch {
+	case err == nil:
+		mode = old.CachedInfo().Config.PersistMode
+		if mode == jetstream.AsyncPersistMode && replicas > 1 {
+			return nil, fmt.Errorf("cnats: provision mirror %s: %w: %s persists asynchronously, which nats-server allows one replica only; delete it to provision %d", region, ErrInvalidOptions, MirrorStream(region), replicas)
+		}
+	case !errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, fmt.Errorf("cnats: provision mirror %s: %w", region, err)
+	}
+
 	var st jetstream.Stream
 	err = RetryIdempotent(ctx, func(ctx context.Context) (err error) {
 		st, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
@@ -77,6 +104,7 @@ func ProvisionMirror(ctx context.Context, js jetstream.JetStream, region string,
 			MaxBytes:          -1,
 			MaxConsumers:      -1,
 			Storage:           jetstream.FileStorage,
+			PersistMode:       mode,
 			Replicas:          replicas,
 			AllowDirect:       true,
 			MirrorDirect:      false,

@@ -3,6 +3,8 @@ package cnats_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +203,91 @@ func TestMirrorHealthFresh(t *testing.T) {
 		if got := c.h.Fresh(2, 5*time.Second); got != c.want {
 			t.Errorf("%+v.Fresh = %v, want %v", c.h, got, c.want)
 		}
+	}
+}
+
+// TestMirrorPersistMode: a new one-replica mirror persists asynchronously
+// (a cache of ROUTING: ProvisionMirror); after a restart that lost what it
+// held it mirrors ROUTING again from the start; an existing synced mirror
+// keeps its mode; more replicas of an asynchronous mirror are refused and
+// change nothing.
+func TestMirrorPersistMode(t *testing.T) {
+	s, err := cnats.StartServer(cnats.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	nc, js := natstest.MustConnect(t, s.ClientURL())
+	ctx := testCtx(t)
+	kv, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const region = "eu-west"
+	st, err := cnats.ProvisionMirror(ctx, js, region, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := st.CachedInfo().Config.PersistMode; m != jetstream.AsyncPersistMode {
+		t.Fatalf("persist mode %v, want async", m)
+	}
+	if _, err := cnats.ProvisionMirror(ctx, js, region, 3); !errors.Is(err, cnats.ErrInvalidOptions) {
+		t.Fatalf("three replicas of an asynchronous mirror: %v", err)
+	}
+	if info, err := js.Stream(ctx, cnats.MirrorStream(region)); err != nil || info.CachedInfo().Config.Replicas != 1 {
+		t.Fatalf("after the refused provision: %v", err)
+	}
+	rev, err := kv.Put(ctx, "doc", []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caughtUp := func(want string, wantRev uint64) {
+		t.Helper()
+		eventually(t, 20*time.Second, func() error {
+			data, seq, err := cnats.DirectGetLast(ctx, nc, cnats.MirrorStream(region), cnats.RoutingSubject("doc"))
+			if err != nil {
+				return err
+			}
+			if string(data) != want || seq != wantRev {
+				return fmt.Errorf("mirror has %q at %d, want %q at %d", data, seq, want, wantRev)
+			}
+			return nil
+		})
+	}
+	caughtUp("v1", rev)
+
+	// The worst an unsynced mirror can lose: everything it held.
+	s.Stop()
+	blocks := filepath.Join(s.StoreDir(), "jetstream", "$G", "streams", cnats.MirrorStream(region), "msgs")
+	if _, err := os.Stat(blocks); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(blocks); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	caughtUp("v1", rev)
+	rev, err = kv.Update(ctx, "doc", []byte("v2"), rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caughtUp("v2", rev)
+
+	// A mirror provisioned before mirrors were asynchronous keeps its mode.
+	const synced = "ap-south"
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: cnats.MirrorStream(synced), Mirror: &jetstream.StreamSource{Name: cnats.RoutingStream},
+		MaxMsgsPerSubject: int64(cnats.DefaultRoutingHistory), AllowDirect: true, AllowRollup: true, DenyDelete: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st, err = cnats.ProvisionMirror(ctx, js, synced, 1)
+	if err != nil {
+		t.Fatalf("provisioning an existing synced mirror: %v", err)
+	}
+	if m := st.CachedInfo().Config.PersistMode; m != jetstream.DefaultPersistMode {
+		t.Fatalf("persist mode of an existing synced mirror %v, want default", m)
 	}
 }
