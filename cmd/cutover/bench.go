@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/bench"
+	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/contract"
 )
 
@@ -192,7 +193,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.IntVar(&o.Workers, "workers", 2, "orchestrator workers")
 	fs.StringVar(&o.Fanout, "fanout", "direct", "how the migrations start: direct (one Start each, all at once; the engine's capacity) or tenant (one tenant move with --concurrency)")
 	fs.BoolVar(&o.LazyFsync, "lazy-fsync", false, "run JetStream with its default lazy fsync instead of sync always (Pebble keeps fsync per commit)")
-	fs.IntVar(&o.BackgroundSteps, "background-steps", 0, "per worker, concurrent steps of migrations outside Phase 3 (0: the orchestrator's default, 16)")
+	fs.IntVar(&o.BackgroundSteps, "background-steps", 0, fmt.Sprintf("per worker, concurrent steps of migrations outside Phase 3 (0: the orchestrator's default, %d)", orchestrator.DefaultBackgroundSteps))
 	fs.IntVar(&o.Cluster, "cluster", 1, "nodes: 1 (one node, sync always) or 3 (an embedded R3 cluster, the clustered durable default); per region with --supercluster")
 	checkWAN := wanFlags(fs, &o.Supercluster, &o.WAN)
 	return runSuite(fs, args, stdout, asJSON, func() (*bench.Result, error) {
