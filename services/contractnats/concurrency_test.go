@@ -3,6 +3,9 @@ package contractnats_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,5 +119,62 @@ func TestEmptyPageIsNotPublished(t *testing.T) {
 	ref, err = c.ExportToStream(t.Context(), "mig-empty", req)
 	if err != nil || ref.Seq == 0 || ref.Count != 1 || ref.Duplicate {
 		t.Fatalf("the same position with a record: %+v, %v", ref, err)
+	}
+}
+
+// goroutineID is the calling goroutine's id, from its stack header.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	f := strings.Fields(string(buf))
+	if len(f) < 2 {
+		return ""
+	}
+	return f[1]
+}
+
+// TestServerReusesHandlerGoroutines: requests one after another are served
+// by the same handler goroutine (its grown stack kept, not grown again per
+// request), and Stop ends every handler goroutine, idle ones included.
+func TestServerReusesHandlerGoroutines(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	p := fake{service: "reuse", digests: func(string) ([]contract.SliceDigest, error) {
+		mu.Lock()
+		seen[goroutineID()]++
+		mu.Unlock()
+		return nil, nil
+	}}
+	srv := e.serve(t, "eu", p, contractnats.ServeOptions{})
+	c := contractnats.Dial(e.nc, e.js, "eu", "reuse")
+	const n = 40
+	for range n {
+		if _, err := c.Digests(t.Context(), "conv/a", contract.Authority{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	distinct := len(seen)
+	mu.Unlock()
+	// One goroutine serves them all; a second may start when a request
+	// arrives before the first goroutine is back waiting.
+	if distinct > n/4 {
+		t.Fatalf("%d requests one after another ran on %d goroutines: handler goroutines are not reused", n, distinct)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		if !strings.Contains(string(buf), "contractnats.(*Server).worker") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("handler goroutines still running after Stop:\n%s", buf)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
