@@ -21,13 +21,29 @@ import (
 // restarting) answers "no responders" for a moment.
 const probeTries = 3
 
+// probeFresh is how long a region's answer to an admission probe admits
+// the next starts to it without probing again. The probe is one request to
+// every service owning the kind at the target (4 of a chat migration's 29
+// contract requests); a burst of starts to one region needs it once. The
+// probe catches a misconfigured target, not a region that stops serving
+// between the start and the copy: that one fails the slow way anyway,
+// probe or not.
+const probeFresh = 2 * time.Second
+
 // unserved returns why a resource of kind cannot be migrated to target, or
 // "" when it can or the directory cannot tell (then the migration starts,
-// and fails the slow way if it must).
+// and fails the slow way if it must). A target that answered a probe less
+// than probeFresh ago is not probed again.
 func (w *Worker) unserved(ctx context.Context, kind, target string) string {
+	key := kind + "\x00" + target
+	if at, ok := w.served.Load(key); ok && w.cfg.Clock().Sub(at.(time.Time)) < probeFresh {
+		return ""
+	}
 	if err := w.notServedAt(ctx, kind, target); err != nil {
+		w.served.Delete(key)
 		return fmt.Sprintf("refused: target region %q is not served: %v", target, err)
 	}
+	w.served.Store(key, w.cfg.Clock())
 	return ""
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,5 +62,65 @@ func TestStartRefusesWhatNothingServes(t *testing.T) {
 				t.Fatalf("%s: authority %s after a refused start", svc, a)
 			}
 		}
+	}
+}
+
+// probingDirectory is the env's directory as a contract.RegionProber that
+// counts its probes and answers with probe (hand-written fake).
+type probingDirectory struct {
+	Directory
+	probes atomic.Int64
+	probe  func(region, kind string) error
+}
+
+func (d *probingDirectory) ProbeRegion(_ context.Context, region, kind string) error {
+	d.probes.Add(1)
+	return d.probe(region, kind)
+}
+
+// A burst of starts to one target probes it once: a target that answered
+// less than probeFresh ago is not probed again. A target that did not
+// answer is probed again at the next start (a refusal is never cached),
+// and so is one whose answer is older than probeFresh.
+func TestAdmissionProbeIsReusedBriefly(t *testing.T) {
+	e := mustEnv(t)
+	cfg := e.config()
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	cfg.Clock = func() time.Time { return time.Unix(0, now.Load()) }
+	var down atomic.Bool
+	d := &probingDirectory{Directory: e.dir, probe: func(region, kind string) error {
+		if down.Load() {
+			return contract.Errorf(contract.CodeNotFound, "no server of messages answers in region %q", region)
+		}
+		return nil
+	}}
+	cfg.Directory = d
+	cfg.RetryBackoff = time.Millisecond
+	w, err := NewWorker(e.nc, e.js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 5 {
+		if r := w.unserved(ctx, "conv", "eu"); r != "" {
+			t.Fatalf("refused a served target: %s", r)
+		}
+	}
+	if n := d.probes.Load(); n != 1 {
+		t.Fatalf("5 starts within %s probed %d times, want 1", probeFresh, n)
+	}
+	now.Add(int64(probeFresh))
+	down.Store(true)
+	if r := w.unserved(ctx, "conv", "eu"); !strings.Contains(r, "not served") {
+		t.Fatalf("a stale answer admitted a target that no longer answers: %q", r)
+	}
+	before := d.probes.Load()
+	if r := w.unserved(ctx, "conv", "eu"); r == "" || d.probes.Load() == before {
+		t.Fatalf("a refusal was reused (%q, %d probes): it must be probed again", r, d.probes.Load()-before)
+	}
+	down.Store(false)
+	if r := w.unserved(ctx, "conv", "eu"); r != "" {
+		t.Fatalf("a target answering again is refused: %s", r)
 	}
 }

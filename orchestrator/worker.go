@@ -48,6 +48,9 @@ type Worker struct {
 	// before them (engine.go), where the event stream stages an atomic
 	// batch in memory (batchesInMemory); set by Run before any step.
 	chainSteps bool
+	// served remembers when each (kind, region) last answered an admission
+	// probe (admission.go): kind + "\x00" + region → time.Time.
+	served sync.Map
 }
 
 // NewWorker returns a worker; the streams must exist (Provision). opts are
