@@ -22,24 +22,26 @@ import (
 // and the box's synced-append rate.
 
 // contractRequests is the number of contract requests every participant
-// reachable through nc has served so far: the sum of their endpoints'
-// request counts, read with the NATS micro stats request ($SRV.STATS) and
-// the replies collected until none has come for a quarter second.
-func contractRequests(ctx context.Context, nc *nats.Conn) (uint64, error) {
+// reachable through nc has served so far, by operation (the endpoint's
+// name: authority, export, import, checkpoint, ...): the sum of their
+// endpoints' request counts, read with the NATS micro stats request
+// ($SRV.STATS) and the replies collected until none has come for a quarter
+// second.
+func contractRequests(ctx context.Context, nc *nats.Conn) (map[string]uint64, error) {
 	subj, err := micro.ControlSubject(micro.StatsVerb, contractnats.ServiceName, "")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	inbox := nc.NewRespInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	if err := nc.PublishRequest(subj, inbox, nil); err != nil {
-		return 0, err
+		return nil, err
 	}
-	var total uint64
+	byOp := map[string]uint64{}
 	replies := 0
 	for {
 		wait := 250 * time.Millisecond
@@ -51,24 +53,24 @@ func contractRequests(ctx context.Context, nc *nats.Conn) (uint64, error) {
 			break
 		}
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		var st micro.Stats
 		if err := json.Unmarshal(m.Data, &st); err != nil {
-			return 0, fmt.Errorf("bench: contract stats: %w", err)
+			return nil, fmt.Errorf("bench: contract stats: %w", err)
 		}
 		for _, ep := range st.Endpoints {
-			total += uint64(ep.NumRequests)
+			byOp[ep.Name] += uint64(ep.NumRequests)
 		}
 		replies++
 		if ctx.Err() != nil {
-			return 0, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	if replies == 0 {
-		return 0, fmt.Errorf("bench: no contract service answered %s", subj)
+		return nil, fmt.Errorf("bench: no contract service answered %s", subj)
 	}
-	return total, nil
+	return byOp, nil
 }
 
 // syncedAppendsPerSec measures the synced-append rate of this box's

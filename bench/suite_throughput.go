@@ -91,6 +91,11 @@ type throughputFigure struct {
 	// migration (the traffic's reads and writes go to the stores
 	// directly and are not counted).
 	ContractRequestsPerMigration float64 `json:"contract_requests_per_migration"`
+	// ContractRequestsByOp splits ContractRequestsPerMigration by
+	// operation (the contract endpoint: authority, export, import,
+	// checkpoint — the admission probe's read —, digests, ...); operations
+	// no migration used are left out.
+	ContractRequestsByOp map[string]float64 `json:"contract_requests_by_op,omitempty"`
 	// CPUMsPerMigration is the process's CPU (user + system) during the
 	// move per completed migration.
 	CPUMsPerMigration float64 `json:"cpu_ms_per_migration"`
@@ -211,7 +216,15 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Result, error) {
 		f.DiskFlushesPerMigration = Ratio(float64(flushes), float64(f.Completed))
 	}
 	if requestsAfter, err := contractRequests(ctx, e.NC); err == nil && rerr == nil {
-		f.ContractRequestsPerMigration = Ratio(float64(requestsAfter-requestsBefore), float64(f.Completed))
+		f.ContractRequestsByOp = map[string]float64{}
+		var n uint64
+		for op, after := range requestsAfter {
+			if d := after - requestsBefore[op]; d > 0 {
+				f.ContractRequestsByOp[op] = Ratio(float64(d), float64(f.Completed))
+				n += d
+			}
+		}
+		f.ContractRequestsPerMigration = Ratio(float64(n), float64(f.Completed))
 	}
 	f.CPUMsPerMigration = Ratio((use.UserS+use.SystemS)*1000, float64(f.Completed))
 	if rate, err := syncedAppendsPerSec(ctx, e.JS, 500); err == nil {

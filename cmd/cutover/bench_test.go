@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,8 +56,19 @@ func TestBenchSuites(t *testing.T) {
 		}},
 		{[]string{"throughput", "--conversations", "3", "--big", "40", "--clients", "1", "--concurrency", "3"}, func(t *testing.T, v map[string]any) {
 			allCompleted(t, v["ours"])
-			if _, ok := v["ours"].(map[string]any)["cpu"]; !ok {
+			ours := v["ours"].(map[string]any)
+			if _, ok := ours["cpu"]; !ok {
 				t.Error("no cpu figure")
+			}
+			// The split by operation adds up to the total, and a copy is
+			// an export and an import.
+			byOp, _ := ours["contract_requests_by_op"].(map[string]any)
+			sum := 0.0
+			for _, n := range byOp {
+				sum += n.(float64)
+			}
+			if total, _ := ours["contract_requests_per_migration"].(float64); total <= 0 || math.Abs(sum-total) > 1e-9 || byOp["export"] == nil || byOp["import"] == nil {
+				t.Errorf("contract_requests_by_op %v, contract_requests_per_migration %v", byOp, ours["contract_requests_per_migration"])
 			}
 		}},
 		{[]string{"throughput", "--cluster", "3", "--background-steps", "1", "--conversations", "3", "--big", "40", "--clients", "1", "--concurrency", "3"}, func(t *testing.T, v map[string]any) {
