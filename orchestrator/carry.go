@@ -86,3 +86,63 @@ func (w *Worker) deltaRequest(st *events.State, p events.ServiceProgress) contra
 	return contract.ExportRequest{Resource: st.Resource, Mode: contract.Delta, SyncToken: p.SyncToken, Cursor: p.DeltaCursor,
 		Limit: w.cfg.PageLimit, Attempt: uint32(max(st.Attempt, 0)), Inline: true}
 }
+
+// The target's change sequence after a service's last historical import
+// (the import's ImportResult.Seq) is kept for the delta step too: when the
+// delta is empty (the source's first delta page, read under the write
+// fence, has nothing and no more), the step imports nothing at the target
+// (validation reads the target's digests beside the source's), and this
+// sequence is what the swap records as the copy's TargetSeq (the reverse
+// window). An import after it could only have re-applied this attempt's
+// pages, so the copy's sequence is this one or, conservatively for a move
+// back (it copies the changes above it), a later one. Missing (another
+// process ran the historical copy), the swap records none and a move back
+// copies everything.
+
+// carriedSeqs are one attempt's target sequences, by service.
+type carriedSeqs struct {
+	token string
+	seqs  map[string]uint64
+}
+
+// processSeqs is shared by the workers of one process.
+var processSeqs = struct {
+	sync.Mutex
+	m map[string]carriedSeqs
+}{m: map[string]carriedSeqs{}}
+
+// keepTargetSeq keeps seq, the target's sequence after service's last
+// historical import of st's attempt.
+func keepTargetSeq(st *events.State, service string, seq uint64) {
+	if seq == 0 {
+		return
+	}
+	processSeqs.Lock()
+	defer processSeqs.Unlock()
+	c, ok := processSeqs.m[st.ID]
+	if !ok || c.token != st.Token {
+		if len(processSeqs.m) >= carryMax {
+			clear(processSeqs.m)
+		}
+		c = carriedSeqs{token: st.Token, seqs: map[string]uint64{}}
+		processSeqs.m[st.ID] = c
+	}
+	c.seqs[service] = seq
+}
+
+// targetSeq takes the sequence kept for service's copy in st's attempt (0:
+// none).
+func targetSeq(st *events.State, service string) uint64 {
+	processSeqs.Lock()
+	defer processSeqs.Unlock()
+	c, ok := processSeqs.m[st.ID]
+	if !ok || c.token != st.Token {
+		return 0
+	}
+	seq := c.seqs[service]
+	delete(c.seqs, service)
+	if len(c.seqs) == 0 {
+		delete(processSeqs.m, st.ID)
+	}
+	return seq
+}

@@ -171,6 +171,20 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 			return out, nil, cmp.Or(failed, fmt.Errorf("export %s: %w", service, e.err))
 		}
 		last := e.req.Mode == contract.Delta && !e.pi.More
+		if last && e.req.Cursor == 0 && e.pi.Count == 0 {
+			// An empty delta (its first page, read under the write fence,
+			// has nothing and no more): nothing to import. Validation
+			// reads the target's digests beside the source's, and the
+			// swap records the target's sequence after its last historical
+			// import (carry.go). The target is not told the write lock's
+			// revision; the swap's authority follows in the same step.
+			settle(0)
+			if failed != nil {
+				return out, nil, failed
+			}
+			return append(out, copiedPage{req: e.req, pi: e.pi, took: e.took, tseq: targetSeq(st, service)}), nil, nil
+		}
+		histLast := e.req.Mode == contract.Historical && !e.pi.More
 		sl := &importSlot{page: copiedPage{req: e.req, pi: e.pi, took: e.took}, done: make(chan struct{})}
 		if e.pi.Count == 0 && !last && !reset {
 			close(sl.done) // nothing to import
@@ -201,6 +215,9 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 			if last {
 				digests = nonNil(r.Digests) // read after settle(0) below
 				sl.page.tseq = r.Seq
+			}
+			if histLast && sl.err == nil {
+				keepTargetSeq(st, service, r.Seq) // for an empty delta
 			}
 		}()
 		if first || last {
@@ -285,8 +302,13 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, d *kvrouting.D
 			pi := c.pi
 			if mode == contract.Delta {
 				dc := events.DeltaCopied{Service: svc, Cursor: c.req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents}
-				if !pi.More && r.digests != nil && c.tseq != 0 {
+				switch {
+				case !pi.More && r.digests != nil && c.tseq != 0:
 					dc.TargetSeq, dc.TargetSum = c.tseq, digestSum(r.digests) // the copy validation will compare
+				case !pi.More && c.tseq != 0:
+					// An empty delta: the sum comes from the digests
+					// validation reads (targetSums), or the sequence goes.
+					dc.TargetSeq = c.tseq
 				}
 				delta = append(delta, dc)
 			} else {

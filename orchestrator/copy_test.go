@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,6 +102,14 @@ func TestCopyRunPipelinesImports(t *testing.T) {
 	d := &importLog{Directory: e.dir, target: "eu", hold: 1, started: make(chan struct{})}
 	cfg := e.config()
 	cfg.Directory = d
+	var late atomic.Bool
+	cfg.AfterAppend = func(env *events.Envelope) error {
+		if env.Type == events.TypePagesCopied && late.CompareAndSwap(false, true) {
+			// A write after the historical copy began: a delta to import.
+			e.writeAtSource(res, "messages", "late-1")
+		}
+		return nil
+	}
 	e.migrateWith(cfg, res)
 
 	d.mu.Lock()

@@ -108,10 +108,10 @@ func (e *env) writeAtSource(res, svc, id string) store.Record {
 }
 
 // From the write lock to the swap the target is reached ONCE per service
-// — the request that imports the last delta page (or, with no delta, one
-// of its own) answers with the target's digests — and the source only for
-// its digests: its first delta page came in the step that took the write
-// lock. After the swap, in the same step, each region is told its
+// — the request that imports the last delta page answers with the target's
+// digests; with no delta nothing is imported and validation reads them,
+// beside the source's — and the source only for its digests: its first
+// delta page came in the step that took the write lock. After the swap, in the same step, each region is told its
 // authority once. The write-blocked window (WriteLockedAt → SwappedAt) ends
 // at the swap's commit, before those.
 func TestPhase3ReachesTheTargetOnce(t *testing.T) {
@@ -142,7 +142,10 @@ func TestPhase3ReachesTheTargetOnce(t *testing.T) {
 			}
 			got := d.snapshot()
 			n := len(testServices)
-			want := map[string]int{"eu import+digests": n, "eu authority": n, "us digests": n, "us authority": n}
+			want := map[string]int{"eu digests": n, "eu authority": n, "us digests": n, "us authority": n}
+			if delta { // messages has a delta; the other services none
+				want["eu import+digests"], want["eu digests"] = 1, n-1
+			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("requests from the write lock to the Swapped event: %v; want %v", got, want)
 			}
@@ -155,6 +158,14 @@ func TestPhase3ReachesTheTargetOnce(t *testing.T) {
 			b, _ := events.BodyAs[events.Swapped](swapped)
 			if b.At.IsZero() || b.At.After(swapped.Time) || !st.SwappedAt.Equal(b.At.UTC()) || st.SwappedAt.Before(st.WriteLockedAt) {
 				t.Fatalf("swap committed at %v, event at %v; state: write lock %v, swapped %v", b.At, swapped.Time, st.WriteLockedAt, st.SwappedAt)
+			}
+			// Every service's copy is recorded for the reverse window, an
+			// empty delta's too: the target's sequence after its last
+			// historical import, the sum of the digests validation read.
+			for _, p := range st.Services {
+				if p.TargetSeq == 0 || p.TargetSum == 0 {
+					t.Errorf("%s: the swap recorded target sequence %d, sum %d: a move back would copy everything", p.Service, p.TargetSeq, p.TargetSum)
+				}
 			}
 		})
 	}

@@ -82,10 +82,14 @@ const (
 	// change sequence taken after the swap (the source's changes before
 	// it are not copied).
 	ReverseLaterToken
+	// EmptyDeltaUnfenced: the delta found empty sends the target nothing
+	// without the source's write fence installed by the export that
+	// found it empty.
+	EmptyDeltaUnfenced
 )
 
 var authorityMutationNames = [...]string{"correct", "accept-lower", "import-unchecked", "reset-without-authority", "write-at-exporting", "cleanup-unchecked", "rollback-keeps-target", "no-read-check",
-	"reverse-skips-tombstones", "reverse-later-token"}
+	"reverse-skips-tombstones", "reverse-later-token", "empty-delta-unfenced"}
 
 func (m AuthorityMutation) String() string { return authorityMutationNames[m] }
 
@@ -597,8 +601,22 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 					e := s
 					e.Stores[m.Src].Auth = next
 					src := e.Stores[m.Src]
-					if cfg.Reverse && m.Phase == amHD && msg == 0 {
+					if m.Phase == amHD && msg == 0 {
 						e.Stores[m.Src].DirtyT = 0 // the sync token
+					}
+					if m.Phase == amWrite && msg == 0 && src.DirtyT == 0 {
+						// An empty delta: the first delta page, read under
+						// the write fence just installed, has nothing, and
+						// the target is sent nothing (orchestrator/copy.go);
+						// validation reads it as it is then.
+						if cfg.Mutation == EmptyDeltaUnfenced {
+							e.Stores[m.Src].Auth = s.Stores[m.Src].Auth
+						}
+						mm := m
+						mm.Pages = aMsgs
+						set(&e, mm)
+						emit(name("empty delta, nothing imported"), e, "")
+						break
 					}
 					r := areq{Kind: rqImport, Region: m.Dst, Msg: msg, Val: src.Msgs[msg], Stamp: stampT}
 					if m.Phase == amHD && msg == 0 && !m.Inc {

@@ -46,6 +46,7 @@ func TestAuthorityMutationsCaught(t *testing.T) {
 		{CleanupUnchecked, "no lost write"},
 		{RollbackKeepsTarget, "no data where the resource never lives"},
 		{NoReadCheck, "no stale read"},
+		{EmptyDeltaUnfenced, "no lost write"},
 	} {
 		t.Run(tc.m.String(), func(t *testing.T) {
 			states := 0
