@@ -87,62 +87,68 @@ func (w *Worker) deltaRequest(st *events.State, p events.ServiceProgress) contra
 		Limit: w.cfg.PageLimit, Attempt: uint32(max(st.Attempt, 0)), Inline: true}
 }
 
-// The target's change sequence after a service's last historical import
-// (the import's ImportResult.Seq) is kept for the delta step too: when the
-// delta is empty (the source's first delta page, read under the write
-// fence, has nothing and no more), the step imports nothing at the target
-// (validation reads the target's digests beside the source's), and this
-// sequence is what the swap records as the copy's TargetSeq (the reverse
-// window). An import after it could only have re-applied this attempt's
-// pages, so the copy's sequence is this one or, conservatively for a move
-// back (it copies the changes above it), a later one. Missing (another
-// process ran the historical copy), the swap records none and a move back
-// copies everything.
+// The target's copy after a service's last historical import (the
+// import's ImportResult: its change sequence and slice digests) is kept
+// for the delta step too: when the delta is empty (the source's first
+// delta page, read under the write fence, has nothing and no more), the
+// step imports nothing at the target and validation compares the source's
+// digests with these, so Phase 3 does not reach the target at all. Nothing
+// can change the target in between: it refuses users (importing), every
+// other import of the attempt carries a page already applied, a second
+// reset at the same revision removes nothing, and requests of older
+// attempts are stale (the authority model checks "no change at the target
+// after its copy's digests"). The swap records the sequence as the copy's
+// TargetSeq (the reverse window). Missing (another process ran the
+// historical copy), validation reads the target's digests, and the swap
+// records no sequence: a move back copies everything.
 
-// carriedSeqs are one attempt's target sequences, by service.
-type carriedSeqs struct {
-	token string
-	seqs  map[string]uint64
+// targetCopy is the target's copy of one service after its last historical
+// import.
+type targetCopy struct {
+	seq     uint64
+	digests []contract.SliceDigest
 }
 
-// processSeqs is shared by the workers of one process.
-var processSeqs = struct {
+// carriedCopies are one attempt's target copies, by service.
+type carriedCopies struct {
+	token  string
+	copies map[string]targetCopy
+}
+
+// processCopies is shared by the workers of one process.
+var processCopies = struct {
 	sync.Mutex
-	m map[string]carriedSeqs
-}{m: map[string]carriedSeqs{}}
+	m map[string]carriedCopies
+}{m: map[string]carriedCopies{}}
 
-// keepTargetSeq keeps seq, the target's sequence after service's last
-// historical import of st's attempt.
-func keepTargetSeq(st *events.State, service string, seq uint64) {
-	if seq == 0 {
-		return
-	}
-	processSeqs.Lock()
-	defer processSeqs.Unlock()
-	c, ok := processSeqs.m[st.ID]
+// keepTargetCopy keeps what service's last historical import of st's
+// attempt answered.
+func keepTargetCopy(st *events.State, service string, r contract.ImportResult) {
+	processCopies.Lock()
+	defer processCopies.Unlock()
+	c, ok := processCopies.m[st.ID]
 	if !ok || c.token != st.Token {
-		if len(processSeqs.m) >= carryMax {
-			clear(processSeqs.m)
+		if len(processCopies.m) >= carryMax {
+			clear(processCopies.m)
 		}
-		c = carriedSeqs{token: st.Token, seqs: map[string]uint64{}}
-		processSeqs.m[st.ID] = c
+		c = carriedCopies{token: st.Token, copies: map[string]targetCopy{}}
+		processCopies.m[st.ID] = c
 	}
-	c.seqs[service] = seq
+	c.copies[service] = targetCopy{seq: r.Seq, digests: nonNil(r.Digests)}
 }
 
-// targetSeq takes the sequence kept for service's copy in st's attempt (0:
-// none).
-func targetSeq(st *events.State, service string) uint64 {
-	processSeqs.Lock()
-	defer processSeqs.Unlock()
-	c, ok := processSeqs.m[st.ID]
+// takeTargetCopy takes the copy kept for service in st's attempt.
+func takeTargetCopy(st *events.State, service string) (targetCopy, bool) {
+	processCopies.Lock()
+	defer processCopies.Unlock()
+	c, ok := processCopies.m[st.ID]
 	if !ok || c.token != st.Token {
-		return 0
+		return targetCopy{}, false
 	}
-	seq := c.seqs[service]
-	delete(c.seqs, service)
-	if len(c.seqs) == 0 {
-		delete(processSeqs.m, st.ID)
+	tc, ok := c.copies[service]
+	delete(c.copies, service)
+	if len(c.copies) == 0 {
+		delete(processCopies.m, st.ID)
 	}
-	return seq
+	return tc, ok
 }

@@ -80,7 +80,10 @@ type copiedPage struct {
 // round trip a page instead of two) and the import of the service's last
 // page asks for the target's digests (ImportRequest.Digests; a request
 // without a page when that page is empty): validation compares them with
-// the source's, and the target is reached once in Phase 3.
+// the source's, and the target is reached once in Phase 3. The historical
+// run's last import asks for them too, kept for an empty delta, which
+// imports nothing: the target is then not reached in Phase 3 at all
+// (carry.go).
 func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Document, service string, req contract.ExportRequest, since uint64) ([]copiedPage, []contract.SliceDigest, error) {
 	src, tgt, err := w.endpointPair(ctx, st, service)
 	if err != nil {
@@ -143,9 +146,10 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 	// decoding overlap the previous page's write at the target, which
 	// serialises them under the resource's lock. Imports of distinct pages
 	// commute (paper 001 (A3): the import rule converges in any order), so
-	// only two pages wait for every import before them: the attempt's first
-	// (its reset must not remove a later page's records) and a delta run's
-	// last (the digests it reads must include every page).
+	// only these pages wait for every import before them: the attempt's
+	// first (its reset must not remove a later page's records) and the
+	// historical and delta runs' last (the digests they read must include
+	// every page).
 	var (
 		out      []copiedPage
 		digests  []contract.SliceDigest
@@ -174,30 +178,39 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 		if last && e.req.Cursor == 0 && e.pi.Count == 0 {
 			// An empty delta (its first page, read under the write fence,
 			// has nothing and no more): nothing to import. Validation
-			// reads the target's digests beside the source's, and the
-			// swap records the target's sequence after its last historical
-			// import (carry.go). The target is not told the write lock's
-			// revision; the swap's authority follows in the same step.
+			// compares the target's copy as its last historical import
+			// answered it (carry.go; without it, validation reads the
+			// target). The target is not told the write lock's revision;
+			// the swap's authority follows in the same step.
 			settle(0)
 			if failed != nil {
 				return out, nil, failed
 			}
-			return append(out, copiedPage{req: e.req, pi: e.pi, took: e.took, tseq: targetSeq(st, service)}), nil, nil
+			page := copiedPage{req: e.req, pi: e.pi, took: e.took}
+			tc, ok := takeTargetCopy(st, service)
+			if !ok {
+				return append(out, page), nil, nil
+			}
+			page.tseq = tc.seq
+			return append(out, page), tc.digests, nil
 		}
+		// The last historical page's import answers the target's copy (an
+		// empty page too: a request without a page), kept for an empty
+		// delta (carry.go).
 		histLast := e.req.Mode == contract.Historical && !e.pi.More
 		sl := &importSlot{page: copiedPage{req: e.req, pi: e.pi, took: e.took}, done: make(chan struct{})}
-		if e.pi.Count == 0 && !last && !reset {
+		if e.pi.Count == 0 && !last && !reset && !histLast {
 			close(sl.done) // nothing to import
 			inflight = append(inflight, sl)
 			continue
 		}
-		e.pi.Resource, e.pi.Authority, e.pi.Reset, e.pi.Digests = st.Resource, into, reset, last
+		e.pi.Resource, e.pi.Authority, e.pi.Reset, e.pi.Digests = st.Resource, into, reset, last || histLast
 		if e.pi.Count == 0 {
 			e.pi.Seq, e.pi.Page = 0, nil
 		}
 		sl.page.pi = e.pi
 		first := reset
-		if first || last {
+		if first || last || histLast {
 			settle(0)
 		} else {
 			settle(importDepth - 1)
@@ -217,7 +230,7 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 				sl.page.tseq = r.Seq
 			}
 			if histLast && sl.err == nil {
-				keepTargetSeq(st, service, r.Seq) // for an empty delta
+				keepTargetCopy(st, service, r) // for an empty delta
 			}
 		}()
 		if first || last {
@@ -302,13 +315,8 @@ func (w *Worker) copyPages(ctx context.Context, st *events.State, d *kvrouting.D
 			pi := c.pi
 			if mode == contract.Delta {
 				dc := events.DeltaCopied{Service: svc, Cursor: c.req.Cursor, Next: pi.Next, Count: pi.Count, More: pi.More, Dependents: pi.Dependents}
-				switch {
-				case !pi.More && r.digests != nil && c.tseq != 0:
+				if !pi.More && r.digests != nil && c.tseq != 0 {
 					dc.TargetSeq, dc.TargetSum = c.tseq, digestSum(r.digests) // the copy validation will compare
-				case !pi.More && c.tseq != 0:
-					// An empty delta: the sum comes from the digests
-					// validation reads (targetSums), or the sequence goes.
-					dc.TargetSeq = c.tseq
 				}
 				delta = append(delta, dc)
 			} else {

@@ -70,43 +70,18 @@ func (w *Worker) lastDeltaValidateSwap(ctx context.Context, st *events.State, re
 	for _, d := range deltas {
 		applyDelta(after, d)
 	}
-	if digests == nil {
-		digests = map[string][]contract.SliceDigest{}
+	if len(after.Pending(true)) > 0 || w.writeExpired(st, w.cfg.Clock()) {
+		return o
 	}
-	if len(after.Pending(true)) == 0 && !w.writeExpired(st, w.cfg.Clock()) {
-		tail := w.cutover(ctx, after, res, digests)
-		switch b := tail.body.(type) {
-		case events.Swapped:
-			b.Deltas = targetSums(deltas, digests)
-			return outcome{body: b}
-		case events.RolledBack:
-			return tail
-		}
+	tail := w.cutover(ctx, after, res, digests)
+	switch b := tail.body.(type) {
+	case events.Swapped:
+		b.Deltas = deltas
+		return outcome{body: b}
+	case events.RolledBack:
+		return tail
 	}
-	deltas = targetSums(deltas, nil)
-	if len(deltas) == 1 {
-		return outcome{body: deltas[0]}
-	}
-	return outcome{body: events.DeltasCopied{Pages: deltas}}
-}
-
-// targetSums completes the record of the empty deltas among deltas (a
-// TargetSeq without its TargetSum, copyPages): their sum is that of the
-// target digests validation read (digests), or, when none was read (the
-// step ends before a swap), they record no copy: a move back copies
-// everything.
-func targetSums(deltas []events.DeltaCopied, digests map[string][]contract.SliceDigest) []events.DeltaCopied {
-	for i, d := range deltas {
-		if d.TargetSeq == 0 || d.TargetSum != 0 {
-			continue
-		}
-		if t, ok := digests[d.Service]; ok {
-			deltas[i].TargetSum = digestSum(t)
-		} else {
-			deltas[i].TargetSeq = 0
-		}
-	}
-	return deltas
+	return o
 }
 
 // swap swaps (Algorithm 1 line 19) and tells both regions their authority

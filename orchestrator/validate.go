@@ -21,8 +21,7 @@ import (
 // The reads are stamped by d, the document the step holds: the source's
 // (exporting: the write fence is installed at every service before its
 // digests are read) and the target's. The target's digests are those its
-// last delta import answered (copyRun) where there is one; those it reads
-// go into digests (when not nil) for the swap's record. A read that
+// last delta import answered (copyRun) where there is one. A read that
 // fails (a region unreachable, a stale stamp) is returned as err, a
 // transient failure of the step, not a failed validation: the copy is not
 // known to differ.
@@ -34,8 +33,7 @@ func (w *Worker) validate(ctx context.Context, st *events.State, d *kvrouting.Do
 		service string
 		slices  int
 		diff    string
-		read    []contract.SliceDigest // the target's, read here
-		err     error                  // fails the step
+		err     error // fails the step
 	}
 	from, into := w.authorityAt(st, d, st.Source), w.authorityAt(st, d, st.Target)
 	results := make([]result, len(st.Services))
@@ -59,7 +57,6 @@ func (w *Worker) validate(ctx context.Context, st *events.State, d *kvrouting.Do
 					results[i].err = fmt.Errorf("digests at the target: %w", err)
 					return
 				}
-				results[i].read = nonNil(t)
 			}
 			inner.Wait()
 			if serr != nil {
@@ -77,9 +74,6 @@ func (w *Worker) validate(ctx context.Context, st *events.State, d *kvrouting.Do
 			return v, fmt.Errorf("%s: %w", r.service, r.err)
 		}
 		v.Slices += r.slices
-		if r.read != nil && digests != nil {
-			digests[r.service] = r.read
-		}
 		if r.diff != "" {
 			bad = append(bad, r.service+": "+r.diff)
 		}

@@ -86,10 +86,14 @@ const (
 	// without the source's write fence installed by the export that
 	// found it empty.
 	EmptyDeltaUnfenced
+	// StaleCopyDigests: the target's digests kept from the last
+	// historical import are those from before it (a copy missing its last
+	// page).
+	StaleCopyDigests
 )
 
 var authorityMutationNames = [...]string{"correct", "accept-lower", "import-unchecked", "reset-without-authority", "write-at-exporting", "cleanup-unchecked", "rollback-keeps-target", "no-read-check",
-	"reverse-skips-tombstones", "reverse-later-token", "empty-delta-unfenced"}
+	"reverse-skips-tombstones", "reverse-later-token", "empty-delta-unfenced", "stale-copy-digests"}
 
 func (m AuthorityMutation) String() string { return authorityMutationNames[m] }
 
@@ -246,6 +250,12 @@ type amig struct {
 	// incrementally. Inc: this migration copies incrementally.
 	Sum uint8
 	Inc bool
+	// TD is the target's live messages (+0x80; 0: none) as its last
+	// historical import answered them, kept while the delta may be
+	// empty: validation then compares the source with these, and the
+	// target must not have changed since (the invariant "no change at the
+	// target after its copy's digests").
+	TD uint8
 }
 
 // Client operations.
@@ -634,6 +644,15 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 							if ok {
 								mm := m
 								mm.Pages++
+								mm.TD = 0
+								if m.Phase == amHD && msg == aMsgs-1 {
+									// The last historical import answers the
+									// target's digests (orchestrator/copy.go).
+									mm.TD = live(n.Stores[m.Dst]) | 0x80
+									if cfg.Mutation == StaleCopyDigests {
+										mm.TD = live(s.Stores[m.Dst]) | 0x80
+									}
+								}
 								set(n, mm)
 							}
 						})
@@ -650,6 +669,13 @@ func authSuccessors(cfg *AuthorityConfig, s AuthorityState, emit func(string, Au
 				// Validation: the source's digests (stamped with the write
 				// lock) against the target's live records.
 				if v, _ := s.admit(cfg, s.Stores[m.Src], contract.OpDigests, stampS); v != contract.Allow {
+					break
+				}
+				if m.TD != 0 && m.TD&^0x80 != live(s.Stores[m.Dst]) {
+					// An empty delta validates with the digests the last
+					// historical import answered: the target must still
+					// hold exactly that copy.
+					emit(name("validation with the copy's digests"), s, "no change at the target after its copy's digests")
 					break
 				}
 				if live(s.Stores[m.Src]) != live(s.Stores[m.Dst]) {
@@ -907,6 +933,7 @@ func authNormalize(s AuthorityState) AuthorityState {
 		}
 		if m.Phase != amHD && m.Phase != amWrite {
 			m.Pages = 0
+			m.TD = 0
 		}
 		if m.Phase == amDone && (m.Expired || m.Sum == 0) {
 			m.Src, m.Dst, m.Cleaned, m.Sum = 0, 0, false, 0
