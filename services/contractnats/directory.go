@@ -41,7 +41,7 @@ type DirectoryOptions struct {
 	// "Authorization: Bearer svc:validator:<Secret>".
 	Secret string
 	// HTTPClient makes the reads through the API; nil means a client with
-	// DefaultValidationTimeout.
+	// DefaultValidationTimeout keeping up to 64 idle connections per API.
 	HTTPClient *http.Client
 	// Keys verifies every contract reply (WithKeys, signing.go): the
 	// orchestrator's SecretKeys of the deployment's contract secret. nil
@@ -69,6 +69,10 @@ type Directory struct {
 
 var _ contract.Directory = (*Directory)(nil)
 
+// validationConns is how many idle connections to each API the default
+// validation client keeps.
+const validationConns = 64
+
 // NewDirectory returns a Directory over nc and js. servicesFor maps a
 // resource kind to the services that own records of it (chat.ServicesFor);
 // a kind it maps to nothing, or any kind when it is nil, has no endpoints.
@@ -78,7 +82,12 @@ func NewDirectory(nc *nats.Conn, js jetstream.JetStream, servicesFor func(kind s
 		opts.APIURL = func() string { return "" }
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: DefaultValidationTimeout}
+		// Validation reads every service of both regions at once for each
+		// migration in Phase 3: keep a connection for each (the default
+		// transport keeps two per host and dials the rest every time).
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = validationConns
+		opts.HTTPClient = &http.Client{Timeout: DefaultValidationTimeout, Transport: t}
 	}
 	d := &Directory{nc: nc, js: js, servicesFor: servicesFor, opts: opts}
 	d.mu.clients = map[string]*Client{}

@@ -121,11 +121,13 @@ func TestDirectory(t *testing.T) {
 		var mu sync.Mutex // the handler's goroutine and the test share these
 		status, reported := http.StatusOK, "messages"
 		var gotPath, gotAuth string
+		conns := map[string]bool{}
 		set := func(st int, svc string) { mu.Lock(); status, reported = st, svc; mu.Unlock() }
 		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			defer mu.Unlock()
 			gotPath, gotAuth = r.URL.Path, r.Header.Get("Authorization")
+			conns[r.RemoteAddr] = true
 			if status != http.StatusOK {
 				http.Error(w, "down", status)
 				return
@@ -161,6 +163,31 @@ func TestDirectory(t *testing.T) {
 		set(http.StatusServiceUnavailable, "messages")
 		if _, err := ep.Digests(ctx, res, contract.Authority{}); code(t, err) != contract.CodeUnavailable {
 			t.Fatalf("HTTP 503: %v, want unavailable", err)
+		}
+
+		// Validation reads many at once: the default client keeps their
+		// connections instead of dialling again each time.
+		set(http.StatusOK, "messages")
+		mu.Lock()
+		clear(conns)
+		mu.Unlock()
+		const parallel = 8
+		for range 5 {
+			var wg sync.WaitGroup
+			for range parallel {
+				wg.Go(func() {
+					if _, err := ep.Digests(ctx, res, contract.Authority{}); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+		}
+		mu.Lock()
+		n := len(conns) // one remote address per connection
+		mu.Unlock()
+		if n > parallel {
+			t.Errorf("5 rounds of %d concurrent reads opened %d connections, want at most %d", parallel, n, parallel)
 		}
 
 		noPath := contractnats.NewDirectory(e.nc, e.js, servicesFor, contractnats.DirectoryOptions{APIURL: func() string { return api.URL }})
