@@ -186,8 +186,11 @@ func TestDirectory(t *testing.T) {
 		mu.Lock()
 		n := len(conns) // one remote address per connection
 		mu.Unlock()
-		if n > parallel {
-			t.Errorf("5 rounds of %d concurrent reads opened %d connections, want at most %d", parallel, n, parallel)
+		// Kept, the first round's connections serve the rest (a dial that
+		// lost its race to a freed connection may serve later: some
+		// slack); dropped, each round dials again (30 for 5 rounds).
+		if n > 2*parallel {
+			t.Errorf("5 rounds of %d concurrent reads opened %d connections, want at most %d", parallel, n, 2*parallel)
 		}
 
 		noPath := contractnats.NewDirectory(e.nc, e.js, servicesFor, contractnats.DirectoryOptions{APIURL: func() string { return api.URL }})
