@@ -32,8 +32,9 @@ const probeFresh = 2 * time.Second
 
 // unserved returns why a resource of kind cannot be migrated to target, or
 // "" when it can or the directory cannot tell (then the migration starts,
-// and fails the slow way if it must). A target that answered a probe less
-// than probeFresh ago is not probed again.
+// and fails the slow way if it must). A target admitted less than
+// probeFresh ago (it answered, or the directory could not tell) is not
+// probed again.
 func (w *Worker) unserved(ctx context.Context, kind, target string) string {
 	key := kind + "\x00" + target
 	if at, ok := w.served.Load(key); ok && w.cfg.Clock().Sub(at.(time.Time)) < probeFresh {

@@ -25,60 +25,91 @@ import (
 // exported by the delta step. A carried page
 // is used once, for its own attempt (token) and position.
 
-// carriedPages are the first delta pages of one attempt, by service.
-type carriedPages struct {
-	token string
-	pages map[string]carriedPage
-}
-
 // carriedPage is one exported page and the request that exported it.
 type carriedPage struct {
 	req contract.ExportRequest
 	pi  PageInfo
 }
 
-// carryMax bounds the carried attempts: entries of attempts whose delta
-// step ran elsewhere are dropped wholesale when it is reached.
+// carryMax bounds the attempts an attemptMemory holds: entries of attempts
+// whose next step ran elsewhere are dropped wholesale when it is reached.
 const carryMax = 10_000
 
-// processCarry is shared by the workers of one process.
-var processCarry = struct {
-	sync.Mutex
-	m map[string]carriedPages
-}{m: map[string]carriedPages{}}
+// attemptMemory keeps values by service for one attempt (token) of each
+// migration, shared by the workers of one process; each is taken once.
+type attemptMemory[T any] struct {
+	mu sync.Mutex
+	m  map[string]attemptValues[T] // by migration id
+}
+
+type attemptValues[T any] struct {
+	token string
+	by    map[string]T // by service
+}
+
+// put keeps v for service of st's attempt, dropping what an earlier
+// attempt left.
+func (a *attemptMemory[T]) put(st *events.State, service string, v T) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, ok := a.m[st.ID]
+	if !ok || c.token != st.Token {
+		if a.m == nil || len(a.m) >= carryMax {
+			a.m = map[string]attemptValues[T]{}
+		}
+		c = attemptValues[T]{token: st.Token, by: map[string]T{}}
+		a.m[st.ID] = c
+	}
+	c.by[service] = v
+}
+
+// take takes the value kept for service of st's attempt, if there is one
+// and usable says it may be used (it stays otherwise).
+func (a *attemptMemory[T]) take(st *events.State, service string, usable func(T) bool) (T, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var zero T
+	c, ok := a.m[st.ID]
+	if !ok || c.token != st.Token {
+		return zero, false
+	}
+	v, ok := c.by[service]
+	if !ok || (usable != nil && !usable(v)) {
+		return zero, false
+	}
+	delete(c.by, service)
+	if len(c.by) == 0 {
+		delete(a.m, st.ID)
+	}
+	return v, true
+}
+
+// forget drops everything kept (tests: as if another process ran the
+// step before).
+func (a *attemptMemory[T]) forget() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.m)
+}
+
+// processCarry holds the carried first delta pages.
+var processCarry attemptMemory[carriedPage]
 
 // carry keeps pages (by service) for st's delta step.
 func carry(st *events.State, pages map[string]carriedPage) {
-	if len(pages) == 0 {
-		return
+	for svc, p := range pages {
+		processCarry.put(st, svc, p)
 	}
-	processCarry.Lock()
-	defer processCarry.Unlock()
-	if len(processCarry.m) >= carryMax {
-		clear(processCarry.m)
-	}
-	processCarry.m[st.ID] = carriedPages{token: st.Token, pages: pages}
 }
 
 // carried takes the page carried for service's delta export req of st, if
 // one was exported by the request that set the write fence at that same
 // position.
 func carried(st *events.State, service string, req contract.ExportRequest) (PageInfo, bool) {
-	processCarry.Lock()
-	defer processCarry.Unlock()
-	c, ok := processCarry.m[st.ID]
-	if !ok || c.token != st.Token {
-		return PageInfo{}, false
-	}
-	cp, ok := c.pages[service]
-	if !ok || cp.req.Mode != req.Mode || cp.req.Cursor != req.Cursor || cp.req.SyncToken != req.SyncToken {
-		return PageInfo{}, false
-	}
-	delete(c.pages, service)
-	if len(c.pages) == 0 {
-		delete(processCarry.m, st.ID)
-	}
-	return cp.pi, true
+	cp, ok := processCarry.take(st, service, func(cp carriedPage) bool {
+		return cp.req.Mode == req.Mode && cp.req.Cursor == req.Cursor && cp.req.SyncToken == req.SyncToken
+	})
+	return cp.pi, ok
 }
 
 // deltaRequest is the export request of p's next delta page of st.
@@ -109,46 +140,16 @@ type targetCopy struct {
 	digests []contract.SliceDigest
 }
 
-// carriedCopies are one attempt's target copies, by service.
-type carriedCopies struct {
-	token  string
-	copies map[string]targetCopy
-}
-
-// processCopies is shared by the workers of one process.
-var processCopies = struct {
-	sync.Mutex
-	m map[string]carriedCopies
-}{m: map[string]carriedCopies{}}
+// processCopies holds the target copies.
+var processCopies attemptMemory[targetCopy]
 
 // keepTargetCopy keeps what service's last historical import of st's
 // attempt answered.
 func keepTargetCopy(st *events.State, service string, r contract.ImportResult) {
-	processCopies.Lock()
-	defer processCopies.Unlock()
-	c, ok := processCopies.m[st.ID]
-	if !ok || c.token != st.Token {
-		if len(processCopies.m) >= carryMax {
-			clear(processCopies.m)
-		}
-		c = carriedCopies{token: st.Token, copies: map[string]targetCopy{}}
-		processCopies.m[st.ID] = c
-	}
-	c.copies[service] = targetCopy{seq: r.Seq, digests: nonNil(r.Digests)}
+	processCopies.put(st, service, targetCopy{seq: r.Seq, digests: nonNil(r.Digests)})
 }
 
 // takeTargetCopy takes the copy kept for service in st's attempt.
 func takeTargetCopy(st *events.State, service string) (targetCopy, bool) {
-	processCopies.Lock()
-	defer processCopies.Unlock()
-	c, ok := processCopies.m[st.ID]
-	if !ok || c.token != st.Token {
-		return targetCopy{}, false
-	}
-	tc, ok := c.copies[service]
-	delete(c.copies, service)
-	if len(c.copies) == 0 {
-		delete(processCopies.m, st.ID)
-	}
-	return tc, ok
+	return processCopies.take(st, service, nil)
 }

@@ -206,9 +206,7 @@ func TestEmptyDeltaWithoutTheKeptCopyReadsTheTarget(t *testing.T) {
 	cfg.Directory = d
 	cfg.AfterAppend = func(env *events.Envelope) error {
 		if env.Type == events.TypeWriteLocked {
-			processCopies.Lock()
-			clear(processCopies.m) // as if the historical copy ran elsewhere
-			processCopies.Unlock()
+			processCopies.forget() // as if the historical copy ran elsewhere
 			d.window.Store(true)
 		}
 		if env.Type == events.TypeSwapped {
