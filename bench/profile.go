@@ -6,12 +6,15 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 )
 
 // Profile names the pprof files a bench run writes (profile the
-// hot paths and keep before/after figures); "" writes none.
-type Profile struct{ CPU, Mem string }
+// hot paths and keep before/after figures) and the execution trace (where
+// goroutines wait: go tool trace -pprof=sync|net|syscall|sched FILE);
+// "" writes none.
+type Profile struct{ CPU, Mem, Trace string }
 
 // cpuRun is the CPU profile in progress (pprof's is per process); see
 // profileMeasured.
@@ -21,6 +24,10 @@ var cpuRun struct {
 	buf      *bytes.Buffer // the set-up phase, discarded once a suite marks its measured phase
 	file     *os.File      // the measured phase's profile, once marked
 	measured bool
+	// trace is the execution trace's path; its file is rewritten when the
+	// measured phase starts, like the CPU profile's.
+	trace     string
+	traceFile *os.File
 }
 
 // profileMeasured marks the start of a suite's measured phase: the CPU
@@ -29,7 +36,20 @@ var cpuRun struct {
 func profileMeasured() {
 	cpuRun.Lock()
 	defer cpuRun.Unlock()
+	if cpuRun.traceFile != nil && !cpuRun.measured {
+		trace.Stop()
+		cpuRun.traceFile.Close()
+		cpuRun.traceFile = nil
+		if f, err := os.Create(cpuRun.trace); err == nil {
+			if trace.Start(f) == nil {
+				cpuRun.traceFile = f
+			} else {
+				f.Close()
+			}
+		}
+	}
 	if cpuRun.path == "" || cpuRun.measured {
+		cpuRun.measured = true
 		return
 	}
 	pprof.StopCPUProfile()
@@ -63,7 +83,33 @@ func (p Profile) Start() (stop func() error, err error) {
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
 	}
+	if p.Trace != "" {
+		f, err := os.Create(p.Trace)
+		if err != nil {
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		cpuRun.Lock()
+		cpuRun.trace, cpuRun.traceFile, cpuRun.measured = p.Trace, f, false
+		cpuRun.Unlock()
+	}
 	return func() error {
+		cpuRun.Lock()
+		if cpuRun.traceFile != nil {
+			trace.Stop()
+			if err := cpuRun.traceFile.Close(); err != nil {
+				cpuRun.Unlock()
+				return fmt.Errorf("trace: %w", err)
+			}
+		} else if p.Trace != "" {
+			cpuRun.Unlock()
+			return fmt.Errorf("trace: %s could not be rewritten at the measured phase", p.Trace)
+		}
+		cpuRun.trace, cpuRun.traceFile = "", nil
+		cpuRun.Unlock()
 		if p.CPU != "" {
 			cpuRun.Lock()
 			pprof.StopCPUProfile()

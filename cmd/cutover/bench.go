@@ -40,7 +40,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if prof.CPU != "" || prof.Mem != "" {
+	if prof != (bench.Profile{}) {
 		stop, err := prof.Start()
 		if err != nil {
 			return err
@@ -49,7 +49,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err := stop(); err != nil {
 				fmt.Fprintln(stderr, "bench: profile:", err)
 			} else {
-				fmt.Fprintf(stderr, "bench: profiles written (cpu %q, heap %q); read with: go tool pprof -top <binary> <file>\n", prof.CPU, prof.Mem)
+				fmt.Fprintf(stderr, "bench: profiles written (cpu %q, heap %q, trace %q); read with: go tool pprof -top <binary> <file>; go tool trace -pprof=sync <trace>\n", prof.CPU, prof.Mem, prof.Trace)
 			}
 		}()
 	}
@@ -58,7 +58,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		names = append(names, s.name)
 	}
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintln(stdout, "Usage: cutover bench [--cpuprofile FILE] [--memprofile FILE] <suite> [--json] [flags]\n\nSuites:")
+		fmt.Fprintln(stdout, "Usage: cutover bench [--cpuprofile FILE] [--memprofile FILE] [--trace FILE] <suite> [--json] [flags]\n\nSuites:")
 		for _, s := range benchSuites {
 			fmt.Fprintf(stdout, "  %-10s %s\n", s.name, s.help)
 		}
@@ -79,7 +79,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return fmt.Errorf("%w: unknown suite %q (have: %s)", errUsage, args[0], strings.Join(names, ", "))
 }
 
-// profileFlags takes --cpuprofile FILE and --memprofile FILE (or =FILE)
+// profileFlags takes --cpuprofile FILE, --memprofile FILE and --trace FILE (or =FILE)
 // from the front of args, before the suite's name.
 func profileFlags(args []string) ([]string, bench.Profile, error) {
 	var p bench.Profile
@@ -91,6 +91,8 @@ func profileFlags(args []string) ([]string, bench.Profile, error) {
 			dst = &p.CPU
 		case "--memprofile":
 			dst = &p.Mem
+		case "--trace":
+			dst = &p.Trace
 		default:
 			return args, p, nil
 		}

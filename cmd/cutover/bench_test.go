@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -143,19 +144,29 @@ func allCompleted(t *testing.T, fig any) {
 	}
 }
 
-// TestBenchProfiles checks --cpuprofile/--memprofile write pprof files and
-// that a missing file name is a usage error that runs nothing.
+// TestBenchProfiles checks --cpuprofile/--memprofile write pprof files,
+// --trace an execution trace, and that a missing file name is a usage
+// error that runs nothing.
 func TestBenchProfiles(t *testing.T) {
 	dir := t.TempDir()
-	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "heap.pprof")
-	code, _, errs := run(t, "bench", "--cpuprofile", cpu, "--memprofile="+mem, "validate", "--json", "--sizes", "100")
+	cpu, mem, tr := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "heap.pprof"), filepath.Join(dir, "run.trace")
+	code, _, errs := run(t, "bench", "--cpuprofile", cpu, "--memprofile="+mem, "--trace", tr, "validate", "--json", "--sizes", "100")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, f := range []string{cpu, mem} {
+	for _, f := range []string{cpu, mem, tr} {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
 			t.Errorf("profile %s: %v", f, err)
 		}
+	}
+	if b, err := os.ReadFile(tr); err != nil || !bytes.HasPrefix(b, []byte("go 1.")) {
+		t.Errorf("trace %s does not start with an execution trace's header: %.20q %v", tr, b, err)
+	}
+	if code, _, errs := run(t, "bench", "--trace", filepath.Join(dir, "missing", "run.trace"), "validate", "--json", "--sizes", "100"); code == 0 || !strings.Contains(errs, "trace") {
+		t.Errorf("--trace into a missing directory: exit %d, %s", code, errs)
+	}
+	if code, _, _ := run(t, "bench", "--trace"); code != 2 {
+		t.Errorf("--trace without a file: exit %d, want 2", code)
 	}
 	if code, _, _ := run(t, "bench", "--cpuprofile"); code != 2 {
 		t.Errorf("--cpuprofile without a file: exit %d, want 2", code)
