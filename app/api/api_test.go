@@ -412,7 +412,21 @@ func TestMediaAndReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.must(e.do(req{method: "GET", path: convDigests, auth: "svc:validator:" + svcSecret}), 200)
+	var dj struct {
+		Services map[string][]struct {
+			Count uint64 `json:"count"`
+		} `json:"services"`
+	}
+	e.must(e.do(req{method: "GET", path: convDigests, auth: "svc:validator:" + svcSecret}), 200).decode(t, &dj)
+	if len(dj.Services) != len(chat.ServicesFor(chat.KindConversation)) {
+		t.Fatalf("conversation digests of %d services, want every one: %v", len(dj.Services), dj.Services)
+	}
+	dj.Services = nil
+	e.must(e.do(req{method: "GET", path: convDigests + "?service=readstate", auth: "svc:validator:" + svcSecret}), 200).decode(t, &dj)
+	if rd := dj.Services["readstate"]; len(dj.Services) != 1 || len(rd) == 0 || rd[0].Count == 0 {
+		t.Fatalf("digests?service=readstate: %v, want readstate's alone", dj.Services)
+	}
+	e.must(e.do(req{method: "GET", path: convDigests + "?service=media", auth: "svc:validator:" + svcSecret}), 400)
 	if _, err := api.InternalDigestsPath(regionA, "tenant/acme"); err == nil {
 		t.Fatal("InternalDigestsPath(tenant/acme): no error")
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -34,7 +35,8 @@ type DirectoryOptions struct {
 	APIURL func() string
 	// APIDigestsPath returns the path, under APIURL, of the API's
 	// region-pinned route that serves the slice digests of resource at
-	// region (api.InternalDigestsPath). Required when APIURL returns a URL;
+	// region (api.InternalDigestsPath); each read adds the query parameter
+	// service=<the service's name>, and the route answers that service's. Required when APIURL returns a URL;
 	// without it such reads fail with CodeInternal.
 	APIDigestsPath func(region, resource string) (string, error)
 	// Secret is the validator's service secret: reads through the API send
@@ -191,7 +193,17 @@ func (d *Directory) apiDigests(ctx context.Context, base, region, service, resou
 	if err != nil {
 		return nil, contract.AsError(err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	// Only this service's digests (the route's "service" parameter):
+	// validation reads each service on its own, and the route computes
+	// every service's without it (4 for a conversation, 3 of them unread).
+	u, err := url.Parse(base + path)
+	if err != nil {
+		return nil, contract.Errorf(contract.CodeInvalid, "validation read %s: %v", region, err)
+	}
+	q := u.Query()
+	q.Set("service", service)
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, contract.Errorf(contract.CodeInvalid, "validation read %s: %v", region, err)
 	}

@@ -120,13 +120,13 @@ func TestDirectory(t *testing.T) {
 		hash := [16]byte{1, 2, 3}
 		var mu sync.Mutex // the handler's goroutine and the test share these
 		status, reported := http.StatusOK, "messages"
-		var gotPath, gotAuth string
+		var gotPath, gotQuery, gotAuth string
 		conns := map[string]bool{}
 		set := func(st int, svc string) { mu.Lock(); status, reported = st, svc; mu.Unlock() }
 		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			defer mu.Unlock()
-			gotPath, gotAuth = r.URL.Path, r.Header.Get("Authorization")
+			gotPath, gotQuery, gotAuth = r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization")
 			conns[r.RemoteAddr] = true
 			if status != http.StatusOK {
 				http.Error(w, "down", status)
@@ -150,10 +150,10 @@ func TestDirectory(t *testing.T) {
 			t.Fatalf("digests %v, want %v", ds, want)
 		}
 		mu.Lock()
-		p, a := gotPath, gotAuth
+		p, q, a := gotPath, gotQuery, gotAuth
 		mu.Unlock()
-		if p != "/digests/eu/"+res || a != "Bearer svc:validator:s3cret" {
-			t.Fatalf("request %q with %q", p, a)
+		if p != "/digests/eu/"+res || q != "service=messages" || a != "Bearer svc:validator:s3cret" {
+			t.Fatalf("request %q?%s with %q, want only the messages service's digests", p, q, a)
 		}
 
 		set(http.StatusOK, "reactions") // messages absent: never read as empty
