@@ -25,6 +25,13 @@ type outcome struct {
 	wait time.Duration
 	// ack ends the work: the migration needs no more steps.
 	ack bool
+	// alongside is the rest of the step's work that its events do not
+	// record and need not wait for (the escalation's fenced first delta
+	// pages): the engine runs it while it appends the events, and waits
+	// for both before the hooks see the events and before the next step.
+	// Its effects are idempotent, as every step's, and the next step does
+	// them again when they were lost.
+	alongside func(ctx context.Context)
 }
 
 func waitFor(d time.Duration) outcome { return outcome{wait: max(d, time.Millisecond)} }
@@ -101,6 +108,15 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 	for _, t := range steps {
 		bodies = append(bodies, t.bodies...)
 	}
+	// The step's work alongside its append (one synced write less in
+	// front of what follows: the escalation's fenced exports and its
+	// WriteLocked append overlap inside the write-blocked window).
+	var beside sync.WaitGroup
+	if out.alongside != nil {
+		lctx, lcancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
+		beside.Go(func() { defer lcancel(); out.alongside(lctx) })
+	}
+	defer beside.Wait() // also on every return below: nothing outlives the step
 	if len(bodies) > 0 {
 		if hook := w.cfg.BeforeAppend; hook != nil {
 			for _, t := range steps {
@@ -117,6 +133,7 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 		actx, acancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
 		envs, aseq, err := appendEvents(actx, w.js, st, seq, bodies, w.cfg.Clock())
 		acancel()
+		beside.Wait()
 		if errors.Is(err, ErrConflict) {
 			return nil, 0, false // another worker advanced it: drop the step, re-read
 		}
@@ -202,7 +219,7 @@ func batchesInMemory(sc jetstream.StreamConfig) bool {
 func (w *Worker) chain(ctx context.Context, st *events.State, out outcome) (outcome, []taken) {
 	steps := []taken{{st: st, bodies: out.bodies()}}
 	bs := steps[0].bodies
-	if !w.chainSteps || out.ack || out.wait > 0 || len(bs) == 0 {
+	if !w.chainSteps || out.ack || out.wait > 0 || out.alongside != nil || len(bs) == 0 {
 		return out, steps
 	}
 	next, ok := chained[bs[len(bs)-1].Type()]

@@ -11,6 +11,7 @@ import (
 	"github.com/cutover/cutover/events"
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/store"
+	"github.com/nats-io/nats.go"
 )
 
 // countingDirectory counts the contract requests made at each region while
@@ -226,6 +227,79 @@ func TestEmptyDeltaWithoutTheKeptCopyReadsTheTarget(t *testing.T) {
 	for _, p := range st.Services {
 		if p.TargetSeq != 0 || p.TargetSum != 0 {
 			t.Errorf("%s: the swap recorded target sequence %d, sum %d without the kept copy", p.Service, p.TargetSeq, p.TargetSum)
+		}
+	}
+}
+
+// fenceWatchingEndpoint holds the source's fenced first delta export of
+// each service until the migration's log records the write lock (or
+// 5 seconds pass), and records whether it did.
+type fenceWatchingEndpoint struct {
+	Endpoint
+	nc   *nats.Conn
+	mu   *sync.Mutex
+	seen map[string]bool // service → the log had WriteLocked when its fenced export ran
+}
+
+func (e fenceWatchingEndpoint) Export(ctx context.Context, id string, r contract.ExportRequest) (PageInfo, error) {
+	if e.Region() == "us" && r.Mode == contract.Delta && r.Authority.RoleOf() == contract.RoleExporting {
+		e.mu.Lock()
+		_, done := e.seen[e.Service()]
+		e.mu.Unlock()
+		if !done {
+			logged := false
+			for deadline := time.Now().Add(5 * time.Second); !logged && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				st, _, err := Load(ctx, e.nc, id)
+				logged = err == nil && !st.WriteLockedAt.IsZero()
+			}
+			e.mu.Lock()
+			e.seen[e.Service()] = logged
+			e.mu.Unlock()
+		}
+	}
+	return e.Endpoint.Export(ctx, id, r)
+}
+
+type fenceWatchingDirectory struct {
+	Directory
+	ep fenceWatchingEndpoint
+}
+
+func (d fenceWatchingDirectory) Endpoints(ctx context.Context, region, kind string) ([]Endpoint, error) {
+	eps, err := d.Directory.Endpoints(ctx, region, kind)
+	for i, ep := range eps {
+		w := d.ep
+		w.Endpoint = ep
+		eps[i] = w
+	}
+	return eps, err
+}
+
+// The step that takes the write lock appends WriteLocked while the
+// source's fenced first delta pages are exported, not after them: inside
+// the write-blocked window the synced append and those round trips
+// overlap. Each export here waits to see WriteLocked in the log: appended
+// only after the exports, it would never be seen.
+func TestWriteLockedIsAppendedBesideTheFencedExports(t *testing.T) {
+	e := mustEnv(t)
+	const res = "conv/beside"
+	e.seed(res, 5)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	cfg := e.config()
+	cfg.Directory = fenceWatchingDirectory{Directory: e.dir, ep: fenceWatchingEndpoint{nc: e.nc, mu: &mu, seen: seen}}
+	_, h := e.migrateWith(cfg, res)
+	if !equalTypes(h[1:], happyTypes) {
+		t.Fatalf("events %v, want requested, then %v", types(h), happyTypes)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != len(testServices) {
+		t.Fatalf("fenced first delta exports of %d services, want %d: %v", len(seen), len(testServices), seen)
+	}
+	for svc, ok := range seen {
+		if !ok {
+			t.Errorf("%s: the fenced export ran before WriteLocked was appended and the append waited for it", svc)
 		}
 	}
 }

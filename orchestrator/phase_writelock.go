@@ -31,30 +31,36 @@ func (w *Worker) escalateWrite(ctx context.Context, st *events.State, res kvrout
 	}
 	w.remember(st, d)
 	auth := w.authorityAt(st, d, st.Source)
-	pages := map[string]carriedPage{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, p := range st.Services {
-		wg.Go(func() {
-			src, _, err := w.endpointPair(ctx, st, p.Service)
-			if err != nil {
-				return
-			}
-			req := w.deltaRequest(st, p)
-			req.Authority = auth
-			pi, err := src.Export(ctx, st.ID, req)
-			if err != nil {
-				w.log.Info("first delta page left to the delta step", "migration", st.ID, "service", p.Service, "err", err)
-				return
-			}
-			mu.Lock()
-			pages[p.Service] = carriedPage{req: req, pi: pi}
-			mu.Unlock()
-		})
+	// The exports run alongside the WriteLocked append (the engine waits
+	// for both before the delta step): the event records the lock, not
+	// the fences, and a fence the step did not install is installed by
+	// the delta step's export, as when this step's export fails.
+	exports := func(ctx context.Context) {
+		pages := map[string]carriedPage{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, p := range st.Services {
+			wg.Go(func() {
+				src, _, err := w.endpointPair(ctx, st, p.Service)
+				if err != nil {
+					return
+				}
+				req := w.deltaRequest(st, p)
+				req.Authority = auth
+				pi, err := src.Export(ctx, st.ID, req)
+				if err != nil {
+					w.log.Info("first delta page left to the delta step", "migration", st.ID, "service", p.Service, "err", err)
+					return
+				}
+				mu.Lock()
+				pages[p.Service] = carriedPage{req: req, pi: pi}
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		carry(st, pages)
 	}
-	wg.Wait()
-	carry(st, pages)
-	return outcome{body: events.WriteLocked{Expiry: d.Primary.Lock.Expiry, At: at}}
+	return outcome{body: events.WriteLocked{Expiry: d.Primary.Lock.Expiry, At: at}, alongside: exports}
 }
 
 // delta is the Delta phase, Algorithm 1 line 13: copy the next delta pages
@@ -66,8 +72,8 @@ func (w *Worker) escalateWrite(ctx context.Context, st *events.State, res kvrout
 // cutover).
 //
 // The write-blocked window is then, with the source in the orchestrators'
-// region: the escalation's step (a routing write, the source's first delta
-// page with the fence installed, one synced append), ONE round trip to the
+// region: the escalation's step (a routing write, then the source's first
+// delta page with the fence installed beside one synced append), ONE round trip to the
 // target (the last page and its digests in one request per service, all
 // services at once), the source's digests, the swap's routing write: the
 // physical bound of DESIGN.md "Regions for real" plus local work.
