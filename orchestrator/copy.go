@@ -75,9 +75,11 @@ type copiedPage struct {
 // reset. Its first page (which issues the sync token and cannot start at
 // a cursor) asks for one record; the next start after since.
 //
-// A delta run (Phase 3, the source exporting) asks for its pages inline
-// (ExportRequest.Inline: the import request carries them, one cross-region
-// round trip a page instead of two) and the import of the service's last
+// Every run asks for its pages inline (ExportRequest.Inline: the export's
+// reply carries the page and the import request takes it to the target,
+// one cross-region round trip a page instead of two, and no synced
+// publish; a page too large for a message still goes through PAGES). A
+// delta run (Phase 3, the source exporting) has the import of the service's last
 // page asks for the target's digests (ImportRequest.Digests; a request
 // without a page when that page is empty): validation compares them with
 // the source's, and the target is reached once in Phase 3. The historical
@@ -100,9 +102,7 @@ func (w *Worker) copyRun(ctx context.Context, st *events.State, d *kvrouting.Doc
 			req.Cursor = max(req.Cursor, since)
 		}
 	}
-	if req.Mode == contract.Delta {
-		req.Inline = true
-	}
+	req.Inline = true
 	type exported struct {
 		req  contract.ExportRequest
 		pi   PageInfo

@@ -71,6 +71,11 @@ func TestBenchSuites(t *testing.T) {
 			if total, _ := ours["contract_requests_per_migration"].(float64); total <= 0 || math.Abs(sum-total) > 1e-9 || byOp["export"] == nil || byOp["import"] == nil {
 				t.Errorf("contract_requests_by_op %v, contract_requests_per_migration %v", byOp, ours["contract_requests_per_migration"])
 			}
+			// Pages this small travel inline in the requests: none is
+			// published to PAGES (a synced append each).
+			if apm, _ := ours["appends_per_migration"].(map[string]any); apm["PAGES"] != 0.0 {
+				t.Errorf("appends_per_migration %v: pages published to PAGES, want every page inline", apm)
+			}
 		}},
 		{[]string{"throughput", "--cluster", "3", "--background-steps", "1", "--conversations", "3", "--big", "40", "--clients", "1", "--concurrency", "3"}, func(t *testing.T, v map[string]any) {
 			allCompleted(t, v["ours"])

@@ -52,7 +52,8 @@ type ExportRequest struct {
 	// Inline asks a transport that would publish the page to a stream
 	// (contractnats) to return it in the reply instead (PageInfo.Page), so
 	// that the import request carries it: one cross-region round trip for a
-	// page instead of two, for the small delta pages of Phase 3.
+	// page instead of two, and no synced publish (the orchestrator asks it
+	// for every page).
 	// A page too large for one message is published as usual. Participants
 	// ignore it.
 	Inline bool `msgpack:"inl,omitempty"`

@@ -28,8 +28,8 @@
 //
 // # Pages through JetStream
 //
-// Export pages do not travel in the reply. The export endpoint publishes the
-// page to the stream PagesStream ("PAGES", subjects "cutover.pages.>") on
+// Unless asked for inline (below), export pages do not travel in the
+// reply. The export endpoint publishes the page to the stream PagesStream ("PAGES", subjects "cutover.pages.>") on
 //
 //	cutover.pages.<migrationID>.<service>
 //
@@ -47,12 +47,13 @@
 // have services with nothing to copy, and each published page is a synced
 // append.
 //
-// An export asked for inline (contract.ExportRequest.Inline, the
-// orchestrator's delta pages in Phase 3) returns the page in its PageRef
+// An export asked for inline (contract.ExportRequest.Inline; the
+// orchestrator asks it for every page) returns the page in its PageRef
 // (Page, Seq 0) when it fits InlinePageMax, and publishes nothing; the
 // import request then carries the page ("page"), and the last one asks for
-// the target's digests in its reply ("digests"): a delta page is one round
-// trip to the source and one to the target.
+// the target's digests in its reply ("digests"): a page is one round trip
+// to the source and one to the target, and no synced append. Only a larger
+// page goes through the stream.
 //
 // # The orchestrator's directory
 //
