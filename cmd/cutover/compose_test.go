@@ -657,6 +657,8 @@ func TestCheckConfig(t *testing.T) {
 		{[]string{"service", "--region", "EU", dev}, 2},
 		{[]string{"service", "--region", "eu-west", "--sweep-interval", "-1s", dev}, 2},
 		{[]string{"orchestrator", "--workers", "0", dev}, 2},
+		{[]string{"orchestrator", "--background-steps", "-1", dev}, 2},
+		{[]string{"orchestrator", "--background-steps", "2", dev}, 0},
 		{[]string{"orchestrator", "--api", "ftp://x", dev}, 2},
 		{[]string{"orchestrator", "--nats-user", "orchestrator"}, 2},                                // no password source
 		{[]string{"orchestrator", "--nats-user", "o", "--nats-password", "p", "--nats-ca", "x"}, 2}, // password on argv

@@ -693,7 +693,7 @@ func TestCommandHelpAndUsage(t *testing.T) {
 		{"probe", "--region", "us-east", "--target", "us-east"}, {"probe", "extra"},
 		{"nats", "--port", "-1"}, {"nats", "--routes", "nats-route://127.0.0.1:6222"}, {"nats", "--port", "x"},
 		{"service"}, {"service", "--region", "Bad Region"}, {"service", "--region", "eu-west", "--log-level", "loud"},
-		{"orchestrator", "--workers", "0"}, {"orchestrator", "--api", "ftp://x"}, {"projector", "--log-level", "loud"},
+		{"orchestrator", "--workers", "0"}, {"orchestrator", "--background-steps", "-1"}, {"orchestrator", "--api", "ftp://x"}, {"projector", "--log-level", "loud"},
 		{"gateway", "--regions", ","}, {"gateway", "--regions", "us-east,UP"},
 	} {
 		code, _, errs := run(t, c...)

@@ -373,11 +373,12 @@ func dataLine(dir string) string {
 // ------------------------------------------------------------------ orchestrator
 
 func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("orchestrator", "orchestrator [--workers N] [--api URL] [--operators-file FILE] [--nats URL] [--log-level L]\n\nPhase-engine workers (paper 001 Algorithm 1) sharing the durable consumers of MIGRATION_CMDS\nand MIGRATION_WORK: run as many processes as you like, any worker resumes any migration.\nPre-cutover validation reads the services' digests through the migration contract, or through\nthe user-facing API (the path users take, paper 001 §5.3) when --api is given.\n\nTwo-person commands (lock force-release, fence clear) are authorised and audited here: their signed\napprovals are verified against the operator registry (--operators-file, re-read for every command;\n`cutover operator keygen|register`). It refuses to start without one unless --insecure-dev-auth is\ngiven, which without a registry takes approver names unsigned.", stdout)
+	fs := newFlags("orchestrator", "orchestrator [--workers N] [--background-steps N] [--api URL] [--operators-file FILE] [--nats URL] [--log-level L]\n\nPhase-engine workers (paper 001 Algorithm 1) sharing the durable consumers of MIGRATION_CMDS\nand MIGRATION_WORK: run as many processes as you like, any worker resumes any migration.\nPre-cutover validation reads the services' digests through the migration contract, or through\nthe user-facing API (the path users take, paper 001 §5.3) when --api is given.\n\nTwo-person commands (lock force-release, fence clear) are authorised and audited here: their signed\napprovals are verified against the operator registry (--operators-file, re-read for every command;\n`cutover operator keygen|register`). It refuses to start without one unless --insecure-dev-auth is\ngiven, which without a registry takes approver names unsigned.", stdout)
 	rf := addRoleFlags(fs)
 	rf.addPlacement(fs)
 	rf.addInsecure(fs)
 	workers := fs.Int("workers", 2, "workers in this process")
+	background := fs.Int("background-steps", 0, fmt.Sprintf("per worker, concurrent steps of migrations outside Phase 3 (0: %d). Fewer shorten the write lock users feel on a busy node, more keep migrations moving over slow links (README \"Measured\")", orchestrator.DefaultBackgroundSteps))
 	apiURL := fs.String("api", "", "base URL of the user-facing API to validate through (empty = the contract)")
 	secret := addSecret(fs, "service-secret", serviceSecretEnv, "secret of the validator's service identity at the API (needed with --api)")
 	csecret := addContractSecret(fs)
@@ -394,6 +395,9 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	if *workers < 1 {
 		return fmt.Errorf("%w: --workers must be >= 1", errUsage)
+	}
+	if *background < 0 {
+		return fmt.Errorf("%w: --background-steps must be >= 0 (0: the default, %d)", errUsage, orchestrator.DefaultBackgroundSteps)
 	}
 	if *apiURL != "" && !strings.HasPrefix(*apiURL, "http://") && !strings.HasPrefix(*apiURL, "https://") {
 		return fmt.Errorf("%w: --api must be an http(s) URL", errUsage)
@@ -455,6 +459,7 @@ func runOrchestratorRole(ctx context.Context, args []string, stdout, stderr io.W
 	cfg := &system.Config{Regions: []string{"us-east"}, Workers: *workers, ServiceSecret: svcSecret, Logger: log}
 	cfg.Home, cfg.PagesRegion = place.Home, place.PagesRegion
 	cfg.Orchestrator.Convergence = *convergence
+	cfg.Orchestrator.BackgroundSteps = *background
 	if err := applyContractSecret(csecret, cfg); err != nil {
 		return err
 	}
