@@ -73,10 +73,11 @@ func (w *Worker) escalateWrite(ctx context.Context, st *events.State, res kvrout
 //
 // The write-blocked window is then, with the source in the orchestrators'
 // region: the escalation's step (a routing write, then the source's first
-// delta page with the fence installed beside one synced append), ONE round trip to the
-// target (the last page and its digests in one request per service, all
-// services at once), the source's digests, the swap's routing write: the
-// physical bound of DESIGN.md "Regions for real" plus local work.
+// delta page with the fence installed beside one synced append), ONE
+// round trip to the target (the last page and its digests in one request
+// per service, all services at once), the source's digests, the swap's
+// routing write: the physical bound of DESIGN.md "Regions for real" plus
+// local work.
 func (w *Worker) delta(ctx context.Context, st *events.State, res kvrouting.Resource) outcome {
 	pending := st.Pending(true)
 	if len(pending) == 0 {
