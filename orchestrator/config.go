@@ -103,7 +103,9 @@ type Config struct {
 	// append to one stream, served first come first served: without the
 	// bound, a write-locked migration's three steps queue behind up to
 	// Parallel other appends each, and users feel that queue as the write
-	// fence (write-lock p99 1.8 s with 128 in flight).
+	// fence (write-lock p99 1.8 s with 128 in flight). Steps without such
+	// work do not wait either: a timer re-armed, the completion after the
+	// swap (queues, decide.go).
 	BackgroundSteps int
 	// TenantPoll is how often a tenant fan-out checks its children.
 	TenantPoll time.Duration

@@ -127,3 +127,47 @@ func setColumn(st *events.State, col string, now time.Time) error {
 	}
 	return nil
 }
+
+// TestQueues: which steps wait for a background slot (queues): those with
+// work the slots bound; never Phase 3, a timer re-armed, a settled message
+// or the completion after the swap.
+func TestQueues(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	lim := limits{phaseRetries: DefaultPhaseRetries, skew: 50 * time.Millisecond}
+	for _, c := range []struct {
+		phase  events.Phase
+		status events.Status
+		edit   func(*events.State)
+		want   bool
+	}{
+		{phase: events.PhaseRequested, want: true},
+		{phase: events.PhasePreLocked, edit: func(s *events.State) { s.WaitUntil = now.Add(time.Second) }},
+		{phase: events.PhasePreLocked, edit: func(s *events.State) { s.WaitUntil = now }, want: true},
+		{phase: events.PhaseConverged, want: true},
+		{phase: events.PhaseHistorical, want: true},
+		{phase: events.PhaseDelta},
+		{phase: events.PhaseDelta, edit: func(s *events.State) { s.LockExpiry = now }}, // Phase 3's rollback
+		{phase: events.PhaseValidated},
+		{phase: events.PhaseSwapped, want: true}, // the authorities again (the swap's step could not)
+		{phase: events.PhaseCleanupScheduled},
+		{phase: events.PhaseRolledBack, want: true},
+		{phase: events.PhaseRolledBack, edit: func(s *events.State) { s.Cancelled = true }},
+		{phase: events.PhaseDone, status: events.StatusCompleted, edit: func(s *events.State) { s.CleanupAt = now.Add(time.Second) }},
+		{phase: events.PhaseDone, status: events.StatusCompleted, edit: func(s *events.State) { s.CleanupAt = now }, want: true},
+		{phase: events.PhaseDone, status: events.StatusCompleted, edit: func(s *events.State) { s.SourceCleaned = true }},
+		{phase: events.PhaseDone, status: events.StatusFailed},
+	} {
+		st := &events.State{ID: "m1", Resource: "conv/x", Target: "eu", Source: "us", Token: "tok",
+			Status: events.StatusActive, Phase: c.phase, Attempt: 1, MaxAttempts: 3, LockExpiry: now.Add(time.Hour)}
+		if c.status != "" {
+			st.Status = c.status
+		}
+		if c.edit != nil {
+			c.edit(st)
+		}
+		d := nextAction(st, now, lim)
+		if got := queues(d, st, now); got != c.want {
+			t.Errorf("%s %s (%s): queues %v, want %v", c.phase, st.Status, d.action, got, c.want)
+		}
+	}
+}

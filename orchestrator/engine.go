@@ -92,18 +92,22 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 			return nil, 0, true
 		}
 	}
-	if !writeLocked(st.Phase) {
-		// Phase 3 first: other steps take a background slot, so a
-		// write-locked migration's appends never queue behind more than
-		// BackgroundSteps of them (the write fence users feel).
+	now := w.cfg.Clock()
+	d := w.decide(st, now)
+	if queues(d, st, now) {
+		// Phase 3 first: other steps with work to do take a background
+		// slot, so a write-locked migration's appends never queue behind
+		// more than BackgroundSteps of them (the write fence users feel).
 		release, ok := w.takeBackground(ctx)
 		if !ok {
 			_ = m.Nak()
 			return nil, 0, true
 		}
 		defer release()
+		now = w.cfg.Clock()
+		d = w.decide(st, now)
 	}
-	out, steps := w.chain(ctx, st, w.step(sctx, st))
+	out, steps := w.chain(ctx, st, w.stepAt(sctx, st, now, d))
 	var bodies []events.Body
 	for _, t := range steps {
 		bodies = append(bodies, t.bodies...)
@@ -235,7 +239,7 @@ func (w *Worker) chain(ctx context.Context, st *events.State, out outcome) (outc
 		}
 		cur = env.State
 	}
-	if nextAction(cur, now, limits{phaseRetries: w.cfg.PhaseRetries, skew: w.skew}).action != next {
+	if w.decide(cur, now).action != next {
 		return out, steps
 	}
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
@@ -273,7 +277,16 @@ func (w *Worker) takeBackground(ctx context.Context) (release func(), ok bool) {
 // idempotent, so a step replayed after a crash or a lost race is harmless.
 func (w *Worker) step(ctx context.Context, st *events.State) outcome {
 	now := w.cfg.Clock()
-	d := nextAction(st, now, limits{phaseRetries: w.cfg.PhaseRetries, skew: w.skew})
+	return w.stepAt(ctx, st, now, w.decide(st, now))
+}
+
+// decide is nextAction with the worker's limits.
+func (w *Worker) decide(st *events.State, now time.Time) decision {
+	return nextAction(st, now, limits{phaseRetries: w.cfg.PhaseRetries, skew: w.skew})
+}
+
+// stepAt is step with the decision already taken at now.
+func (w *Worker) stepAt(ctx context.Context, st *events.State, now time.Time, d decision) outcome {
 	res := d.res
 	switch d.action {
 	case actTenant:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,29 +103,31 @@ func TestMergedStepsFallBack(t *testing.T) {
 // TestWriteLockedStepsSkipTheBackgroundBound: steps of a migration holding
 // the write lock never wait for a background slot (Config.BackgroundSteps),
 // so other migrations' steps cannot queue in front of the write fence
-// users feel. With the only slot taken from the moment the write lock is
-// recorded, the delta and the swap still happen; the steps after the swap
-// wait for the slot.
+// users feel; nor does the completion after the swap, which has no work
+// the slots bound (queues). With the only slot taken from the moment the
+// write lock is recorded, the delta, the swap and the completion still
+// happen; the source's cleanup, once its window has passed, waits for the
+// slot.
 func TestWriteLockedStepsSkipTheBackgroundBound(t *testing.T) {
 	e := mustEnv(t)
 	const res = "conv/phase3-first"
 	e.seed(res, 5)
 	cfg := e.config()
 	cfg.BackgroundSteps = 1
+	cfg.CleanupWindow = 100 * time.Millisecond
 	var w *Worker
 	held, release := make(chan struct{}), make(chan struct{})
-	swapped := make(chan struct{}, 1)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free()
 	cfg.AfterAppend = func(env *events.Envelope) error {
-		switch env.Type {
-		case events.TypeWriteLocked:
+		if env.Type == events.TypeWriteLocked {
 			go func() { // takes the slot as soon as this step returns it
 				w.background <- struct{}{}
 				close(held)
 				<-release
 				<-w.background
 			}()
-		case events.TypeSwapped:
-			swapped <- struct{}{}
 		}
 		return nil
 	}
@@ -133,19 +136,24 @@ func TestWriteLockedStepsSkipTheBackgroundBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-swapped:
-	case <-time.After(20 * time.Second):
-		close(release)
-		t.Fatal("no swap while every background slot was taken")
-	}
 	<-held
-	if st, _, err := Load(context.Background(), e.nc, id); err != nil || st.Status.Terminal() {
-		t.Fatalf("after the swap, with the slot taken: %+v %v (want the cleanup step waiting)", st, err)
-	}
-	close(release)
-	if st := e.waitDone(id, 20*time.Second); st.Status != events.StatusCompleted {
+	st := e.waitDone(id, 20*time.Second) // the swap and the completion, with the slot taken
+	if st.Status != events.StatusCompleted {
 		t.Fatalf("status %s: %s", st.Status, st.Reason)
+	}
+	// The cleanup is due (its window has passed, twice over) and waits.
+	time.Sleep(time.Until(st.CleanupAt.Add(cfg.CleanupWindow)))
+	if st, _, err := Load(context.Background(), e.nc, id); err != nil || st.SourceCleaned {
+		t.Fatalf("source cleaned with the only slot taken: %+v %v", st, err)
+	}
+	free()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st, _, err := Load(context.Background(), e.nc, id); err == nil && st.SourceCleaned {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("source not cleaned once the slot was free")
+		}
 	}
 }
 
