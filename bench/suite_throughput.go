@@ -67,7 +67,9 @@ type throughputFigure struct {
 	TotalMs          Pct            `json:"total_ms"`
 	// PhasesMs splits total_ms: requested -> converged (pre_lock, with the
 	// convergence wait), hard-delete lock -> write lock (historical),
-	// write lock -> swap (write_lock), from the phase timestamps.
+	// write lock -> swap (write_lock), from the phase timestamps; and
+	// after total_ms, swap -> Completed (completion: the bookkeeping after
+	// the swap, which users do not wait for).
 	PhasesMs         map[string]Pct `json:"phases_ms"`
 	CPU              CPUUse         `json:"cpu"`
 	Client           clientFence    `json:"client"`
@@ -187,6 +189,7 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Result, error) {
 		phases["pre_lock"] = append(phases["pre_lock"], msBetween(m.state.RequestedAt, m.state.ConvergedAt))
 		phases["historical"] = append(phases["historical"], msBetween(m.state.HardDeleteAt, m.state.WriteLockedAt))
 		phases["write_lock"] = append(phases["write_lock"], w)
+		phases["completion"] = append(phases["completion"], msBetween(m.state.SwappedAt, m.state.EndedAt))
 	}
 	f.PhasesMs = map[string]Pct{}
 	for k, v := range phases {

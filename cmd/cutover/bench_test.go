@@ -76,6 +76,12 @@ func TestBenchSuites(t *testing.T) {
 			if apm, _ := ours["appends_per_migration"].(map[string]any); apm["PAGES"] != 0.0 {
 				t.Errorf("appends_per_migration %v: pages published to PAGES, want every page inline", apm)
 			}
+			phases, _ := ours["phases_ms"].(map[string]any)
+			for _, k := range []string{"pre_lock", "historical", "write_lock", "completion"} {
+				if p, _ := phases[k].(map[string]any); p["n"] != 3.0 {
+					t.Errorf("phases_ms[%s] = %v, want the 3 migrations", k, phases[k])
+				}
+			}
 		}},
 		{[]string{"throughput", "--cluster", "3", "--background-steps", "1", "--conversations", "3", "--big", "40", "--clients", "1", "--concurrency", "3"}, func(t *testing.T, v map[string]any) {
 			allCompleted(t, v["ours"])
