@@ -20,6 +20,10 @@ func TestSuitesRefuseBadOptions(t *testing.T) {
 			_, err := Throughput(ctx, ThroughputOptions{Conversations: 3, Big: 1, Clients: 1, Concurrency: 1, Workers: 1, Fanout: "direct", Cluster: 3, LazyFsync: true})
 			return err
 		},
+		"throughput runs": func() error {
+			_, err := Throughput(ctx, ThroughputOptions{Conversations: 3, Big: 1, Clients: 1, Concurrency: 1, Workers: 1, Fanout: "direct", Cluster: 1, Runs: -1})
+			return err
+		},
 		"copy":     func() error { _, err := Copy(ctx, CopyOptions{Conversations: 1, Messages: 1}); return err },
 		"validate": func() error { _, err := RunValidate(ctx, ValidateOptions{Sizes: []int{0}}); return err },
 	} {

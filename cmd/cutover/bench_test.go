@@ -55,9 +55,24 @@ func TestBenchSuites(t *testing.T) {
 				t.Errorf("ratio_to_min of the huge class: %v", d["ratio_to_min"])
 			}
 		}},
-		{[]string{"throughput", "--conversations", "3", "--big", "40", "--clients", "1", "--concurrency", "3"}, func(t *testing.T, v map[string]any) {
+		{[]string{"throughput", "--runs", "2", "--conversations", "3", "--big", "40", "--clients", "1", "--concurrency", "3"}, func(t *testing.T, v map[string]any) {
 			allCompleted(t, v["ours"])
 			ours := v["ours"].(map[string]any)
+			// Two runs, each in the details; ours is the lower one (the
+			// median of an even count is the lower middle one).
+			d, _ := v["details"].(map[string]any)
+			runs, _ := d["runs"].([]any)
+			if len(runs) != 2 {
+				t.Fatalf("details %v, want two runs", d)
+			}
+			m, _ := d["median_run"].(float64)
+			if m != 1 && m != 2 {
+				t.Fatalf("median_run %v", d["median_run"])
+			}
+			r0, r1 := runs[0].(map[string]any)["migrations_per_s"].(float64), runs[1].(map[string]any)["migrations_per_s"].(float64)
+			if got := runs[int(m)-1].(map[string]any)["migrations_per_s"]; got != ours["migrations_per_s"] || got != min(r0, r1) {
+				t.Errorf("ours %v, runs %v / %v, median_run %v: want ours the lower run", ours["migrations_per_s"], r0, r1, m)
+			}
 			if _, ok := ours["cpu"]; !ok {
 				t.Error("no cpu figure")
 			}
