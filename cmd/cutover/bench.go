@@ -203,6 +203,9 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 		if err := checkWAN(); err != nil {
 			return nil, err
 		}
+		if o.Runs < 1 {
+			return nil, fmt.Errorf("%w: --runs must be >= 1", bench.ErrOptions)
+		}
 		return bench.Throughput(ctx, o)
 	})
 }

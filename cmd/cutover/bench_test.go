@@ -197,7 +197,7 @@ func TestBenchProfiles(t *testing.T) {
 	if code, _, _ := run(t, "bench", "--cpuprofile"); code != 2 {
 		t.Errorf("--cpuprofile without a file: exit %d, want 2", code)
 	}
-	for _, bad := range [][]string{{"--cluster", "2"}, {"--background-steps", "-1"}, {"--cluster", "3", "--lazy-fsync"}} {
+	for _, bad := range [][]string{{"--cluster", "2"}, {"--background-steps", "-1"}, {"--cluster", "3", "--lazy-fsync"}, {"--runs", "0"}, {"--runs", "-2"}} {
 		if code, _, _ := run(t, append([]string{"bench", "throughput"}, bad...)...); code != 2 {
 			t.Errorf("bench throughput %v: exit %d, want 2", bad, code)
 		}
