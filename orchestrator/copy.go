@@ -78,9 +78,9 @@ type copiedPage struct {
 // Every run asks for its pages inline (ExportRequest.Inline: the export's
 // reply carries the page and the import request takes it to the target,
 // one cross-region round trip a page instead of two, and no synced
-// publish; a page too large for a message still goes through PAGES). A
-// delta run (Phase 3, the source exporting) has the import of the service's last
-// page asks for the target's digests (ImportRequest.Digests; a request
+// publish; a page too large for a message still goes through PAGES). In
+// a delta run (Phase 3, the source exporting) the import of the service's
+// last page asks for the target's digests (ImportRequest.Digests; a request
 // without a page when that page is empty): validation compares them with
 // the source's, and the target is reached once in Phase 3. The historical
 // run's last import asks for them too, kept for an empty delta, which

@@ -29,7 +29,8 @@
 // # Pages through JetStream
 //
 // Unless asked for inline (below), export pages do not travel in the
-// reply. The export endpoint publishes the page to the stream PagesStream ("PAGES", subjects "cutover.pages.>") on
+// reply. The export endpoint publishes the page to the stream PagesStream
+// ("PAGES", subjects "cutover.pages.>") on
 //
 //	cutover.pages.<migrationID>.<service>
 //
