@@ -111,15 +111,22 @@ type throughputFigure struct {
 	// move per completed migration.
 	CPUMsPerMigration float64 `json:"cpu_ms_per_migration"`
 	// FsyncCeiling is the rate synced appends alone would allow: this
-	// box's synced appends per second on one stream (measured after the
-	// move, same server) / appends_per_migration total.
+	// box's synced appends per second on one stream, from many publishers
+	// at once (measured after the move, same server) / appends_per_migration
+	// total; and the rate the disk's flushes would allow: its flushes per
+	// second meanwhile / disk_flushes_per_migration. The second is the
+	// lower: every fsync of every stream and store takes one flush.
 	FsyncCeiling fsyncCeiling `json:"fsync_ceiling"`
 }
 
-// fsyncCeiling is the migrations/s the synced appends alone would allow.
+// fsyncCeiling is the migrations/s the synced appends alone would allow,
+// and the disk's flushes (Linux only; absent elsewhere).
 type fsyncCeiling struct {
 	SyncedAppendsPerSec float64 `json:"synced_appends_per_s"`
 	MigrationsPerSec    float64 `json:"migrations_per_s"`
+	DiskFlushesPerSec   float64 `json:"disk_flushes_per_s,omitempty"`
+	// DiskMigrationsPerSec is disk_flushes_per_s / disk_flushes_per_migration.
+	DiskMigrationsPerSec float64 `json:"disk_migrations_per_s,omitempty"`
 }
 
 // throughputStreams are the streams a migration appends to.
@@ -287,8 +294,11 @@ func throughputOnce(ctx context.Context, o ThroughputOptions) (*Result, error) {
 		f.ContractRequestsPerMigration = Ratio(float64(n), float64(f.Completed))
 	}
 	f.CPUMsPerMigration = Ratio((use.UserS+use.SystemS)*1000, float64(f.Completed))
-	if rate, err := syncedAppendsPerSec(ctx, e.JS, 500); err == nil {
-		f.FsyncCeiling = fsyncCeiling{SyncedAppendsPerSec: rate, MigrationsPerSec: Ratio(rate, total)}
+	if p, err := probeSync(ctx, e.JS, 3000, 64); err == nil {
+		f.FsyncCeiling = fsyncCeiling{SyncedAppendsPerSec: p.AppendsPerSec, MigrationsPerSec: Ratio(p.AppendsPerSec, total), DiskFlushesPerSec: p.FlushesPerSec}
+		if p.FlushesPerSec > 0 && f.DiskFlushesPerMigration > 0 {
+			f.FsyncCeiling.DiskMigrationsPerSec = Ratio(p.FlushesPerSec, f.DiskFlushesPerMigration)
+		}
 	}
 	f.MigrationsPerSec = Ratio(float64(f.Completed), wall.Seconds())
 	target := map[string]any{"migrations_per_s": 150, "write_lock_p99_ms": 50, "why": "the paper's peak (10 million migrations a day, ~116/s) with headroom, on 2 cores"}
@@ -312,7 +322,7 @@ func throughputOnce(ctx context.Context, o ThroughputOptions) (*Result, error) {
 			"write lock = write-lock escalation -> swap, from phase timestamps",
 			"appends_per_migration counts the writes that added messages to each stream during the move (live traffic adds none: user writes go to Pebble); an atomic batch of a step's events is one write (events_per_migration counts the events); with sync always each is an fsync under its stream's lock, which serialises them; Pebble's commits (imports, fences) group-commit and are not counted there",
 			"disk_flushes_per_migration counts every flush the disks completed during the move (Linux /sys/block): JetStream's appends, the routing mirror's, the consumers' state, the Pebble stores' commits and the live traffic's writes",
-			"contract_requests_per_migration: the participants' micro-service request counts ($SRV.STATS) before and after the move; cpu_ms_per_migration: the process's CPU during the move / completed; fsync_ceiling: 500 acknowledged publishes one after another to a scratch file stream after the move, / appends_per_migration total",
+			"contract_requests_per_migration: the participants' micro-service request counts ($SRV.STATS) before and after the move; cpu_ms_per_migration: the process's CPU during the move / completed; fsync_ceiling: 3,000 acknowledged publishes from 64 publishers at once to a scratch file stream after the move: synced_appends_per_s / appends_per_migration total, and the disk flushes they took per second (disk_flushes_per_s) / disk_flushes_per_migration (disk_migrations_per_s, the lower ceiling: JetStream fsyncs each message alone and every stream and store shares the disk)",
 			fmt.Sprintf("cpu is getrusage of the whole process (embedded NATS, both regions' stores, API, traffic, orchestrator) during the move: %.2f cores on %d workers", use.Cores, o.Workers),
 		}}, nil
 }

@@ -91,6 +91,19 @@ func TestBenchSuites(t *testing.T) {
 			if apm, _ := ours["appends_per_migration"].(map[string]any); apm["PAGES"] != 0.0 {
 				t.Errorf("appends_per_migration %v: pages published to PAGES, want every page inline", apm)
 			}
+			// The ceilings: appends per second from many publishers, and
+			// where the disk's flushes are readable (Linux, a real disk),
+			// the rate they allow at this run's flushes per migration.
+			fc, _ := ours["fsync_ceiling"].(map[string]any)
+			if r, _ := fc["synced_appends_per_s"].(float64); r <= 0 || fc["migrations_per_s"].(float64) <= 0 {
+				t.Errorf("fsync_ceiling %v", fc)
+			}
+			fps, _ := fc["disk_flushes_per_s"].(float64)
+			if per, _ := ours["disk_flushes_per_migration"].(float64); fps > 0 && per > 0 {
+				if got, _ := fc["disk_migrations_per_s"].(float64); math.Abs(got-fps/per) > 1e-6*got {
+					t.Errorf("fsync_ceiling %v with disk_flushes_per_migration %v", fc, ours["disk_flushes_per_migration"])
+				}
+			}
 			phases, _ := ours["phases_ms"].(map[string]any)
 			for _, k := range []string{"pre_lock", "historical", "write_lock", "completion"} {
 				if p, _ := phases[k].(map[string]any); p["n"] != 3.0 {
