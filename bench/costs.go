@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/cutover/cutover/eventlog"
+	"github.com/cutover/cutover/orchestrator"
 	"github.com/cutover/cutover/services/contractnats"
 )
 
@@ -185,4 +186,43 @@ func diskFlushes() (n uint64, ok bool) {
 		n, ok = n+v, true
 	}
 	return n, ok
+}
+
+// opTimes collects the durations the workers report (orchestrator.WithOpTimer)
+// while it is on: what each kind of operation a step waits on took under
+// the load being measured.
+type opTimes struct {
+	mu  sync.Mutex
+	on  bool
+	got map[string][]float64 // ms, by op
+}
+
+// option is the worker option that reports to t.
+func (t *opTimes) option() orchestrator.WorkerOption {
+	return orchestrator.WithOpTimer(func(op string, took time.Duration) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.on {
+			t.got[op] = append(t.got[op], float64(took.Microseconds())/1000)
+		}
+	})
+}
+
+// start drops what came before and collects from now on.
+func (t *opTimes) start() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.on, t.got = true, map[string][]float64{}
+}
+
+// stop ends the collection and returns the percentiles by op.
+func (t *opTimes) stop() map[string]Pct {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.on = false
+	out := map[string]Pct{}
+	for op, v := range t.got {
+		out[op] = Percentiles(v)
+	}
+	return out
 }

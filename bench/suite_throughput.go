@@ -107,6 +107,12 @@ type throughputFigure struct {
 	// checkpoint — the admission probe's read —, digests, ...); operations
 	// no migration used are left out.
 	ContractRequestsByOp map[string]float64 `json:"contract_requests_by_op,omitempty"`
+	// OpMs is how long each kind of operation the workers' steps wait on
+	// took during the move (orchestrator.WithOpTimer: routing_write,
+	// event_append, and the contract requests authority, export, import,
+	// digests, cleanup), ms: the synced operations' latency under this
+	// load, which the steps add up to.
+	OpMs map[string]Pct `json:"op_ms"`
 	// CPUMsPerMigration is the process's CPU (user + system) during the
 	// move per completed migration.
 	CPUMsPerMigration float64 `json:"cpu_ms_per_migration"`
@@ -196,6 +202,8 @@ func throughputOnce(ctx context.Context, o ThroughputOptions) (*Result, error) {
 	cfg.Orchestrator.ConvergenceBuffer = time.Millisecond
 	cfg.Orchestrator.Parallel = max(64, o.Concurrency)
 	cfg.Orchestrator.BackgroundSteps = o.BackgroundSteps
+	var ops opTimes
+	cfg.WorkerOptions = append(cfg.WorkerOptions, ops.option())
 	e, err := startEnv(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -218,6 +226,7 @@ func throughputOnce(ctx context.Context, o ThroughputOptions) (*Result, error) {
 	requestsBefore, rerr := contractRequests(ctx, e.NC)
 	cpu := ReadCPU()
 	flushes, flushesOK := diskFlushes()
+	ops.start()
 	var ms []migrated
 	var wall time.Duration
 	if o.Fanout == "tenant" {
@@ -226,6 +235,7 @@ func throughputOnce(ctx context.Context, o ThroughputOptions) (*Result, error) {
 		ms, wall, err = e.moveDirect(ctx, convs, o.Progress)
 	}
 	use := cpu.Since(wall)
+	opMs := ops.stop()
 	if n, ok := diskFlushes(); ok && flushesOK {
 		flushes = n - flushes
 	} else {
@@ -235,6 +245,7 @@ func throughputOnce(ctx context.Context, o ThroughputOptions) (*Result, error) {
 		ConvergenceDelay: fmt.Sprintf("%s (tiers %v, replication bound %s, buffer %s)", e.Locker.Config().ConvergenceDelay,
 			cfg.Tiers, cfg.ReplicationBound, cfg.Orchestrator.ConvergenceBuffer)}
 	f.Client = fenceOf(tr.Stop())
+	f.OpMs = opMs
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +333,7 @@ func throughputOnce(ctx context.Context, o ThroughputOptions) (*Result, error) {
 			"write lock = write-lock escalation -> swap, from phase timestamps",
 			"appends_per_migration counts the writes that added messages to each stream during the move (live traffic adds none: user writes go to Pebble); an atomic batch of a step's events is one write (events_per_migration counts the events); with sync always each is an fsync under its stream's lock, which serialises them; Pebble's commits (imports, fences) group-commit and are not counted there",
 			"disk_flushes_per_migration counts every flush the disks completed during the move (Linux /sys/block): JetStream's appends, the routing mirror's, the consumers' state, the Pebble stores' commits and the live traffic's writes",
-			"contract_requests_per_migration: the participants' micro-service request counts ($SRV.STATS) before and after the move; cpu_ms_per_migration: the process's CPU during the move / completed; fsync_ceiling: 3,000 acknowledged publishes from 64 publishers at once to a scratch file stream after the move: synced_appends_per_s / appends_per_migration total, and the disk flushes they took per second (disk_flushes_per_s) / disk_flushes_per_migration (disk_migrations_per_s, the lower ceiling: JetStream fsyncs each message alone and every stream and store shares the disk)",
+			"op_ms: every routing write (a pre-lock's includes its read), event append and contract request the workers' steps made during the move, timed around the call; contract_requests_per_migration: the participants' micro-service request counts ($SRV.STATS) before and after the move; cpu_ms_per_migration: the process's CPU during the move / completed; fsync_ceiling: 3,000 acknowledged publishes from 64 publishers at once to a scratch file stream after the move: synced_appends_per_s / appends_per_migration total, and the disk flushes they took per second (disk_flushes_per_s) / disk_flushes_per_migration (disk_migrations_per_s, the lower ceiling: JetStream fsyncs each message alone and every stream and store shares the disk)",
 			fmt.Sprintf("cpu is getrusage of the whole process (embedded NATS, both regions' stores, API, traffic, orchestrator) during the move: %.2f cores on %d workers", use.Cores, o.Workers),
 		}}, nil
 }

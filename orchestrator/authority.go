@@ -78,7 +78,7 @@ func (w *Worker) authorityAt(st *events.State, d *kvrouting.Document, region str
 // authority by d, all services at once; it returns the first failure.
 func (w *Worker) authorize(ctx context.Context, st *events.State, region string, d *kvrouting.Document) error {
 	res, _ := kvrouting.ParseResource(st.Resource)
-	eps, err := w.cfg.Directory.Endpoints(ctx, region, res.Kind)
+	eps, err := w.endpoints(ctx, region, res.Kind)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 func (w *Worker) endpointPair(ctx context.Context, st *events.State, service string) (src, tgt Endpoint, err error) {
 	res, _ := kvrouting.ParseResource(st.Resource)
 	find := func(region string) (Endpoint, error) {
-		eps, err := w.cfg.Directory.Endpoints(ctx, region, res.Kind)
+		eps, err := w.endpoints(ctx, region, res.Kind)
 		if err != nil {
 			return nil, err
 		}

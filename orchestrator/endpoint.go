@@ -138,3 +138,48 @@ func onEach(eps []Endpoint, fn func(Endpoint) error) error {
 	}
 	return nil
 }
+
+// endpoints are the Directory's endpoints of region for resources of kind,
+// each request to them timed when the worker has a timer (WithOpTimer).
+func (w *Worker) endpoints(ctx context.Context, region, kind string) ([]Endpoint, error) {
+	eps, err := w.cfg.Directory.Endpoints(ctx, region, kind)
+	if err != nil || w.timer == nil {
+		return eps, err
+	}
+	out := make([]Endpoint, len(eps))
+	for i, ep := range eps {
+		out[i] = timedEndpoint{Endpoint: ep, w: w}
+	}
+	return out, nil
+}
+
+// timedEndpoint reports how long each contract request took (Op*).
+type timedEndpoint struct {
+	Endpoint
+	w *Worker
+}
+
+func (e timedEndpoint) Authorize(ctx context.Context, res string, a contract.Authority) (contract.Authority, error) {
+	defer e.w.timed(OpAuthority)()
+	return e.Endpoint.Authorize(ctx, res, a)
+}
+
+func (e timedEndpoint) Export(ctx context.Context, id string, req contract.ExportRequest) (PageInfo, error) {
+	defer e.w.timed(OpExport)()
+	return e.Endpoint.Export(ctx, id, req)
+}
+
+func (e timedEndpoint) Import(ctx context.Context, id string, page PageInfo) (contract.ImportResult, error) {
+	defer e.w.timed(OpImport)()
+	return e.Endpoint.Import(ctx, id, page)
+}
+
+func (e timedEndpoint) Digests(ctx context.Context, res string, a contract.Authority) ([]contract.SliceDigest, error) {
+	defer e.w.timed(OpDigests)()
+	return e.Endpoint.Digests(ctx, res, a)
+}
+
+func (e timedEndpoint) Cleanup(ctx context.Context, res string, a contract.Authority) (int, error) {
+	defer e.w.timed(OpCleanup)()
+	return e.Endpoint.Cleanup(ctx, res, a)
+}

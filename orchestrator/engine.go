@@ -135,7 +135,9 @@ func (w *Worker) driveOnce(ctx context.Context, m jetstream.Msg, id string, st *
 		// failure (it counts toward the phase's retry limit). The step's
 		// events are one atomic append: all of them or none.
 		actx, acancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
+		timed := w.timed(OpEventAppend)
 		envs, aseq, err := appendEvents(actx, w.js, st, seq, bodies, w.cfg.Clock())
+		timed()
 		acancel()
 		beside.Wait()
 		if errors.Is(err, ErrConflict) {

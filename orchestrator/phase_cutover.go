@@ -109,7 +109,9 @@ func (w *Worker) swap(ctx context.Context, st *events.State, res kvrouting.Resou
 	}
 	// Line 19: ONE conditional write. A swap replayed after a crash is
 	// recognised by kvrouting (the document's LastSwap names our token).
+	timed := w.timed(OpRoutingWrite)
 	d, err := w.cfg.Locker.Swap(ctx, res, kvrouting.Token(st.Token), w.cached(st))
+	timed()
 	if o, bad := w.lockErr(ctx, st, res, err); bad {
 		return fail(o)
 	}
@@ -202,7 +204,7 @@ func (w *Worker) cleanup(ctx context.Context, st *events.State, region string, d
 // with a; refused reports that a store refused (its records stay).
 func (w *Worker) cleanupAs(ctx context.Context, st *events.State, region string, a contract.Authority) (total int, refused bool, err error) {
 	res, _ := kvrouting.ParseResource(st.Resource)
-	eps, err := w.cfg.Directory.Endpoints(ctx, region, res.Kind)
+	eps, err := w.endpoints(ctx, region, res.Kind)
 	if err != nil {
 		return 0, false, err
 	}

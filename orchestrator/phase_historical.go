@@ -40,12 +40,14 @@ func (w *Worker) escalateHardDelete(ctx context.Context, st *events.State, res k
 	if doc.Primary.Lock.Token != tok {
 		return w.rollback(ctx, st, res, "pre-lock lost")
 	}
-	eps, err := w.cfg.Directory.Endpoints(ctx, st.Source, res.Kind)
+	eps, err := w.endpoints(ctx, st.Source, res.Kind)
 	if err != nil {
 		return w.transient(st, err)
 	}
 	at := w.cfg.Clock()
+	timed := w.timed(OpRoutingWrite)
 	d, err := w.cfg.Locker.EscalateHardDelete(ctx, res, tok, doc) // line 5
+	timed()
 	if errors.Is(err, kvrouting.ErrNotConverged) {
 		return waitFor(doc.Primary.Lock.NotBefore.Add(w.skew).Sub(now))
 	}
@@ -102,7 +104,9 @@ func (w *Worker) renewHardDelete(ctx context.Context, st *events.State, res kvro
 	if st.LockExpiry.Sub(now) >= w.renewMargin() {
 		return outcome{}, false
 	}
+	timed := w.timed(OpRoutingWrite)
 	d, err := w.cfg.Locker.Renew(ctx, res, kvrouting.Token(st.Token), w.cached(st))
+	timed()
 	if o, bad := w.lockErr(ctx, st, res, err); bad {
 		return o, true
 	}

@@ -22,7 +22,9 @@ func (w *Worker) preLock(ctx context.Context, st *events.State, res kvrouting.Re
 	if now.Before(st.WaitUntil) { // reschedule backoff
 		return waitFor(st.WaitUntil.Sub(now))
 	}
+	timed := w.timed(OpRoutingWrite)
 	g, err := w.cfg.Locker.PreLock(ctx, res, st.Target, st.ID, kvrouting.WithToken(kvrouting.Token(st.Token)))
+	timed()
 	switch {
 	case err == nil:
 		w.remember(st, g.Doc)

@@ -33,7 +33,9 @@ func (w *Worker) rollback(ctx context.Context, st *events.State, res kvrouting.R
 	tok := kvrouting.Token(st.Token)
 	cached := w.cached(st)
 	w.remember(st, nil)
+	timed := w.timed(OpRoutingWrite)
 	cur, err := w.cfg.Locker.Release(ctx, res, tok, cached)
+	timed()
 	switch {
 	case err == nil:
 	case errors.Is(err, kvrouting.ErrNotFound):

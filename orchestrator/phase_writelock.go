@@ -25,7 +25,9 @@ import (
 // installs the fence the same way before it reads.
 func (w *Worker) escalateWrite(ctx context.Context, st *events.State, res kvrouting.Resource) outcome {
 	at := w.cfg.Clock()
+	timed := w.timed(OpRoutingWrite)
 	d, err := w.cfg.Locker.EscalateWrite(ctx, res, kvrouting.Token(st.Token), w.cached(st)) // line 12
+	timed()
 	if o, bad := w.lockErr(ctx, st, res, err); bad {
 		return o
 	}

@@ -51,6 +51,8 @@ type Worker struct {
 	// served remembers when each (kind, region) last answered an admission
 	// probe (admission.go): kind + "\x00" + region → time.Time.
 	served sync.Map
+	// timer is WithOpTimer's function (nil: none).
+	timer func(op string, took time.Duration)
 }
 
 // NewWorker returns a worker; the streams must exist (Provision). opts are
@@ -73,7 +75,7 @@ func NewWorker(nc *nats.Conn, js jetstream.JetStream, cfg Config, opts ...Worker
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Worker{nc: nc, js: js, cfg: cfg, skew: cfg.Locker.Config().ClockSkew, log: cfg.Logger,
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), background: make(chan struct{}, cfg.BackgroundSteps),
-		fencing: o.fencing, holders: processHolders}
+		fencing: o.fencing, holders: processHolders, timer: o.timer}
 	if w.fencing == nil {
 		w.fencing = ProtocolFencing()
 	}
@@ -81,6 +83,16 @@ func NewWorker(nc *nats.Conn, js jetstream.JetStream, cfg Config, opts ...Worker
 		w.holders = nil
 	}
 	return w, nil
+}
+
+// timed starts timing one operation of kind op (WithOpTimer); calling
+// what it returns ends it. Without a timer both cost nothing.
+func (w *Worker) timed(op string) func() {
+	if w.timer == nil {
+		return func() {}
+	}
+	start := time.Now()
+	return func() { w.timer(op, time.Since(start)) }
 }
 
 // Done is closed when Run has returned.

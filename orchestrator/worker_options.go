@@ -1,6 +1,9 @@
 package orchestrator
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // WorkerOption configures a Worker beyond its Config (NewWorker). The
 // options exist for `cutover bench`, which runs the engine against the
@@ -16,6 +19,8 @@ type workerOptions struct {
 	fencing FencePolicy
 	// noHolderCache turns the holder's cached document off.
 	noHolderCache bool
+	// timer is told how long each operation of a step took (WithOpTimer).
+	timer func(op string, took time.Duration)
 }
 
 type workerOptFn func(*workerOptions) error
@@ -44,6 +49,45 @@ func WithFencePolicy(p FencePolicy) WorkerOption {
 func WithoutHolderCache() WorkerOption {
 	return workerOptFn(func(o *workerOptions) error {
 		o.noHolderCache = true
+		return nil
+	})
+}
+
+// The operations WithOpTimer reports: what a step waits on, each a round
+// trip to a store that writes or reads it.
+const (
+	// OpRoutingWrite is a conditional write of the routing document: a
+	// lock's pre-lock (with its read of the document), escalations,
+	// renewal, swap or release (one synced append to KV_ROUTING).
+	OpRoutingWrite = "routing_write"
+	// OpEventAppend is a step's conditional append to the migration's
+	// event log (one synced append, or one atomic batch).
+	OpEventAppend = "event_append"
+	// OpAuthority, OpExport, OpImport, OpDigests and OpCleanup are the
+	// contract requests of those names to one service at one region.
+	OpAuthority = "authority"
+	OpExport    = "export"
+	OpImport    = "import"
+	OpDigests   = "digests"
+	OpCleanup   = "cleanup"
+)
+
+// WithOpTimer makes the worker call f after every routing write, event
+// append and contract request of its steps (the Op constants), with how
+// long it took, whether it succeeded or not: `cutover bench throughput`
+// reports them (op_ms), the latency of each synced operation under the
+// load it measures. f is called from many goroutines at once and must
+// return quickly. A nil f, or a second WithOpTimer, makes NewWorker return
+// ErrInvalid.
+func WithOpTimer(f func(op string, took time.Duration)) WorkerOption {
+	return workerOptFn(func(o *workerOptions) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil op timer", ErrInvalid)
+		}
+		if o.timer != nil {
+			return fmt.Errorf("%w: op timer given twice", ErrInvalid)
+		}
+		o.timer = f
 		return nil
 	})
 }

@@ -104,6 +104,13 @@ func TestBenchSuites(t *testing.T) {
 					t.Errorf("fsync_ceiling %v with disk_flushes_per_migration %v", fc, ours["disk_flushes_per_migration"])
 				}
 			}
+			// Every synced operation a migration waits on is timed.
+			opMs, _ := ours["op_ms"].(map[string]any)
+			for _, op := range []string{"routing_write", "event_append", "authority", "export", "import"} {
+				if p, _ := opMs[op].(map[string]any); p["n"] == nil || p["n"].(float64) < 1 || p["avg"].(float64) <= 0 {
+					t.Errorf("op_ms[%s] = %v (op_ms %v)", op, opMs[op], opMs)
+				}
+			}
 			phases, _ := ours["phases_ms"].(map[string]any)
 			for _, k := range []string{"pre_lock", "historical", "write_lock", "completion"} {
 				if p, _ := phases[k].(map[string]any); p["n"] != 3.0 {
