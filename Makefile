@@ -42,6 +42,7 @@ FUZZ_TARGETS = \
 	./services/contractnats:FuzzDecodePage \
 	./services/contractnats:FuzzDecodeExportRequest \
 	./services/contractnats:FuzzDecodePageRef \
+	./services/contractnats:FuzzRecordCodec \
 	./app/api:FuzzHandlers
 
 .PHONY: fuzz
