@@ -166,7 +166,18 @@ func TestPausePastTheLockBoundRollsBack(t *testing.T) {
 	e.awaitState(id, 30*time.Second, "in its historical copy", func(st *events.State) bool { return st.Phase == events.PhaseHistorical })
 	e.send(events.Pause{MigrationID: id})
 	st := e.awaitState(id, 60*time.Second, "rolled back", func(st *events.State) bool { return st.Phase == events.PhaseRolledBack })
-	if !strings.HasPrefix(st.Reason, "paused past the lock's bound") || !st.Paused {
+	// Two drivers may take the paused migration's steps at the cap (its
+	// work message and the pause's nudge): one rolls back for the bound,
+	// releasing the lock; the other, renewing at that moment, finds no lock
+	// and rolls back as lost. Whichever append lands first names the
+	// reason (seen 1 in 14 runs); either way the lock was released before
+	// its expiry, not lapsed.
+	bound := strings.HasPrefix(st.Reason, "paused past the lock's bound") ||
+		strings.HasPrefix(st.Reason, "lock lost") && strings.Contains(st.Reason, "(held: none")
+	if !bound || !st.Paused {
+		for _, ev := range e.history(id) {
+			t.Logf("%s %s %+v", ev.Time.Format("15:04:05.000"), ev.Type, ev.Body)
+		}
 		t.Fatalf("rollback reason %q, paused %v", st.Reason, st.Paused)
 	}
 	if d := e.doc("conv/bound"); d.Primary.Region != "us" || !d.Primary.Lock.IsZero() {
