@@ -88,8 +88,8 @@ type syncProbe struct {
 // migrations, several streams): JetStream fsyncs every message on its own
 // (no group commit), so the disk's flush rate, shared by every stream and
 // every Pebble store on it, is the ceiling; one publisher after another
-// measures a round trip instead (2,400/s against 4,900/s on one stream,
-// 5,500 disk flushes/s on the 2-core box of the README). The stream is
+// measures a round trip instead (2,400/s against 4,000–4,900/s on one
+// stream, one disk flush each, on the 2-core box of the README). The stream is
 // deleted.
 func probeSync(ctx context.Context, js jetstream.JetStream, n, publishers int) (syncProbe, error) {
 	const name = "BENCH_FSYNC_PROBE"
@@ -103,11 +103,12 @@ func probeSync(ctx context.Context, js jetstream.JetStream, n, publishers int) (
 		todo <- struct{}{}
 	}
 	close(todo)
-	errs := make(chan error, publishers)
+	publishers = max(publishers, 1)
+	errs := make(chan error, publishers) // one at most from each
 	flushes, flushesOK := diskFlushes()
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range max(publishers, 1) {
+	for range publishers {
 		wg.Go(func() {
 			for range todo {
 				if _, err := js.Publish(ctx, "bench.fsync.probe", data); err != nil {
