@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -123,6 +124,19 @@ type throughputFigure struct {
 	// second meanwhile / disk_flushes_per_migration. The second is the
 	// lower: every fsync of every stream and store takes one flush.
 	FsyncCeiling fsyncCeiling `json:"fsync_ceiling"`
+	// CPUCeiling is the rate this box's CPUs would allow at this run's
+	// cpu_ms_per_migration, every one of them busy.
+	CPUCeiling cpuCeiling `json:"cpu_ceiling"`
+}
+
+// cpuCeiling is the migrations/s the process's CPUs allow: cores (the
+// Go scheduler's GOMAXPROCS, what the process can use) × 1,000 /
+// cpu_ms_per_migration. The whole deployment runs in the process, so the
+// embedded NATS servers, the stores' compactions and the live traffic are
+// in the CPU per migration too.
+type cpuCeiling struct {
+	Cores            int     `json:"cores"`
+	MigrationsPerSec float64 `json:"migrations_per_s"`
 }
 
 // fsyncCeiling is the migrations/s the synced appends alone would allow,
@@ -305,6 +319,8 @@ func throughputOnce(ctx context.Context, o ThroughputOptions) (*Result, error) {
 		f.ContractRequestsPerMigration = Ratio(float64(n), float64(f.Completed))
 	}
 	f.CPUMsPerMigration = Ratio((use.UserS+use.SystemS)*1000, float64(f.Completed))
+	f.CPUCeiling = cpuCeiling{Cores: runtime.GOMAXPROCS(0)}
+	f.CPUCeiling.MigrationsPerSec = Ratio(float64(f.CPUCeiling.Cores)*1000, f.CPUMsPerMigration)
 	if p, err := probeSync(ctx, e.JS, 3000, 64); err == nil {
 		f.FsyncCeiling = fsyncCeiling{SyncedAppendsPerSec: p.AppendsPerSec, MigrationsPerSec: Ratio(p.AppendsPerSec, total), DiskFlushesPerSec: p.FlushesPerSec}
 		if p.FlushesPerSec > 0 && f.DiskFlushesPerMigration > 0 {
@@ -333,7 +349,7 @@ func throughputOnce(ctx context.Context, o ThroughputOptions) (*Result, error) {
 			"write lock = write-lock escalation -> swap, from phase timestamps",
 			"appends_per_migration counts the writes that added messages to each stream during the move (live traffic adds none: user writes go to Pebble); an atomic batch of a step's events is one write (events_per_migration counts the events); with sync always each is an fsync under its stream's lock, which serialises them; Pebble's commits (imports, fences) group-commit and are not counted there",
 			"disk_flushes_per_migration counts every flush the disks completed during the move (Linux /sys/block): JetStream's appends, the routing mirror's, the consumers' state, the Pebble stores' commits and the live traffic's writes",
-			"op_ms: every routing write (a pre-lock's includes its read), event append and contract request the workers' steps made during the move, timed around the call; contract_requests_per_migration: the participants' micro-service request counts ($SRV.STATS) before and after the move; cpu_ms_per_migration: the process's CPU during the move / completed; fsync_ceiling: 3,000 acknowledged publishes from 64 publishers at once to a scratch file stream after the move: synced_appends_per_s / appends_per_migration total, and the disk flushes they took per second (disk_flushes_per_s) / disk_flushes_per_migration (disk_migrations_per_s, the lower ceiling: JetStream fsyncs each message alone and every stream and store shares the disk)",
+			"op_ms: every routing write (a pre-lock's includes its read), event append and contract request the workers' steps made during the move, timed around the call; contract_requests_per_migration: the participants' micro-service request counts ($SRV.STATS) before and after the move; cpu_ms_per_migration: the process's CPU during the move / completed; fsync_ceiling: 3,000 acknowledged publishes from 64 publishers at once to a scratch file stream after the move: synced_appends_per_s / appends_per_migration total, and the disk flushes they took per second (disk_flushes_per_s) / disk_flushes_per_migration (disk_migrations_per_s, the lower ceiling: JetStream fsyncs each message alone and every stream and store shares the disk); cpu_ceiling: cores (GOMAXPROCS) × 1,000 / cpu_ms_per_migration, the rate with every core busy; the rate stays below the lower of the ceilings",
 			fmt.Sprintf("cpu is getrusage of the whole process (embedded NATS, both regions' stores, API, traffic, orchestrator) during the move: %.2f cores on %d workers", use.Cores, o.Workers),
 		}}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -103,6 +104,14 @@ func TestBenchSuites(t *testing.T) {
 				if got, _ := fc["disk_migrations_per_s"].(float64); math.Abs(got-fps/per) > 1e-6*got {
 					t.Errorf("fsync_ceiling %v with disk_flushes_per_migration %v", fc, ours["disk_flushes_per_migration"])
 				}
+			}
+			// The CPU ceiling: every core busy at this run's CPU per
+			// migration.
+			cc, _ := ours["cpu_ceiling"].(map[string]any)
+			cores, _ := cc["cores"].(float64)
+			if cpu, _ := ours["cpu_ms_per_migration"].(float64); cores != float64(runtime.GOMAXPROCS(0)) || cpu <= 0 ||
+				math.Abs(cc["migrations_per_s"].(float64)-cores*1000/cpu) > 1e-6*cores*1000/cpu {
+				t.Errorf("cpu_ceiling %v with cpu_ms_per_migration %v, GOMAXPROCS %d", cc, ours["cpu_ms_per_migration"], runtime.GOMAXPROCS(0))
 			}
 			// Every synced operation a migration waits on is timed.
 			opMs, _ := ours["op_ms"].(map[string]any)
