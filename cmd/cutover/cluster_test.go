@@ -23,6 +23,7 @@ import (
 	"github.com/cutover/cutover/services/contract"
 	"github.com/cutover/cutover/services/contractnats"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"net/http"
 )
 
@@ -207,6 +208,11 @@ func TestClusterTopology(t *testing.T) {
 	t.Logf("invariant check took %.1f s", time.Since(checkStart).Seconds())
 	inv := rep.Invariants
 	if bad := inv.Failures(); len(bad) > 0 || inv.Unacknowledged != 0 {
+		for _, id := range ids {
+			if strings.Contains(strings.Join(inv.Samples, "\n"), " of "+id+" ") {
+				dumpRouting(t, ctx, js, obs, id)
+			}
+		}
 		t.Fatalf("invariants violated: %v (unacknowledged present: %d)\n%s", bad, inv.Unacknowledged, strings.Join(inv.Samples, "\n"))
 	}
 
@@ -475,4 +481,46 @@ func migrateAndWait(ctx context.Context, t *testing.T, oc *orchestrator.Client, 
 		t.Fatalf("migration %s: %s (%s)", id, st.Status, st.Reason)
 	}
 	return st
+}
+
+// dumpRouting logs conv's routing revisions as the observer saw them and as
+// the routing history stream holds them (every revision): the evidence a
+// violation found from the revisions needs.
+func dumpRouting(t *testing.T, ctx context.Context, js jetstream.JetStream, obs *check.Observer, conv string) {
+	t.Helper()
+	line := func(rev uint64, at time.Time, d *kvrouting.Document) string {
+		s := fmt.Sprintf("rev %d at %s primary %s lock %s", rev, at.Format("15:04:05.000"), d.Primary.Region, d.Primary.Lock.Type)
+		if d.Secondary != nil {
+			s += fmt.Sprintf(", secondary %s %s", d.Secondary.Region, d.Secondary.Lock.Type)
+		}
+		return s + ", migration " + d.MigrationID
+	}
+	res := kvrouting.Resource{Kind: chat.KindConversation, ID: conv}.String()
+	var seen []string
+	for _, h := range obs.History(res) {
+		seen = append(seen, line(h.Rev, h.Created, h.Doc))
+	}
+	t.Logf("routing of %s as observed:\n  %s", conv, strings.Join(seen, "\n  "))
+	cons, err := js.OrderedConsumer(ctx, cnats.RoutingHistoryStream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Logf("routing history of %s: %v", conv, err)
+		return
+	}
+	var stored []string
+	for {
+		m, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second))
+		if err != nil {
+			break
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		d, err := kvrouting.DecodeDocument(m.Data(), md.Sequence.Stream)
+		if err != nil || d.Resource != res {
+			continue
+		}
+		stored = append(stored, line(md.Sequence.Stream, md.Timestamp, d))
+	}
+	t.Logf("routing of %s in %s:\n  %s", conv, cnats.RoutingHistoryStream, strings.Join(stored, "\n  "))
 }

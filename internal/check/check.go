@@ -230,9 +230,10 @@ func (c Config) conversation(ctx context.Context, r *Report, conv string) error 
 	var lastSwap time.Time
 	var history []Revision
 	if c.Observer != nil {
-		// The observer must have caught up with the final revision.
-		for deadline := time.Now().Add(10 * time.Second); c.Observer.LastRev(res.String()) < doc.Revision && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond)
+		// The observer must have caught up with the final revision: a
+		// history it has not received is not one without a swap.
+		if err := c.Observer.CatchUp(ctx, res, doc.Revision, 10*time.Second); err != nil {
+			return err
 		}
 		hs := c.Observer.History(res.String())
 		history = hs

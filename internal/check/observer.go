@@ -1,7 +1,9 @@
 package check
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -24,6 +26,7 @@ type Revision struct {
 // checker's own view of the lock history, independent of the engine's
 // events: it sees what the store accepted, not what a worker believed.
 type Observer struct {
+	kv     jetstream.KeyValue
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     struct {
@@ -46,7 +49,7 @@ func Watch(ctx context.Context, js jetstream.JetStream) (*Observer, error) {
 		cancel()
 		return nil, err
 	}
-	o := &Observer{cancel: cancel, done: make(chan struct{})}
+	o := &Observer{kv: kv, cancel: cancel, done: make(chan struct{})}
 	o.mu.revs = map[string][]Revision{}
 	go func() {
 		defer close(o.done)
@@ -66,17 +69,85 @@ func Watch(ctx context.Context, js jetstream.JetStream) (*Observer, error) {
 				if err != nil {
 					continue
 				}
-				o.mu.Lock()
-				hs := o.mu.revs[doc.Resource]
-				if len(hs) == 0 || hs[len(hs)-1].Rev < e.Revision() {
-					o.mu.revs[doc.Resource] = append(hs, Revision{Rev: e.Revision(), Created: e.Created(), Doc: doc})
-					o.mu.n++
-				}
-				o.mu.Unlock()
+				o.add(doc.Resource, Revision{Rev: e.Revision(), Created: e.Created(), Doc: doc})
 			}
 		}
 	}()
 	return o, nil
+}
+
+// add records rev of res unless it has it; revisions stay in commit order
+// (a backfill may bring older ones than the watch's last).
+func (o *Observer) add(res string, rev Revision) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	hs := o.mu.revs[res]
+	i, found := slices.BinarySearchFunc(hs, rev.Rev, func(h Revision, r uint64) int { return cmp.Compare(h.Rev, r) })
+	if found {
+		return
+	}
+	o.mu.revs[res] = slices.Insert(hs, i, rev)
+	o.mu.n++
+}
+
+// ErrBehind is returned by CatchUp when neither the watch nor the bucket's
+// kept history gives every revision up to the one asked for.
+var ErrBehind = errors.New("check: routing observer behind")
+
+// CatchUp makes sure the observer holds res's revisions up to rev (a
+// revision read from the leader): it waits up to wait for the watch, then
+// reads the revisions the bucket keeps for res (its history setting) and
+// adds those the watch has not delivered. A watch whose server was killed
+// is recreated only after its missed heartbeats (seconds), and the lock
+// analysis must not mistake a history it has not received for one without
+// a swap. Errors: ErrBehind when revisions are still missing (the bucket
+// keeps fewer than the watch missed), or the history read's error.
+func (o *Observer) CatchUp(ctx context.Context, res kvrouting.Resource, rev uint64, wait time.Duration) error {
+	for deadline := time.Now().Add(wait); o.LastRev(res.String()) < rev && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	last := o.LastRev(res.String())
+	if last >= rev {
+		return nil
+	}
+	es, err := o.kv.History(ctx, res.Key())
+	if err != nil {
+		return fmt.Errorf("check: routing history of %s: %w", res, err)
+	}
+	oldest := uint64(0)
+	for _, e := range es {
+		if e.Operation() != jetstream.KeyValuePut {
+			continue
+		}
+		doc, err := kvrouting.DecodeDocument(e.Value(), e.Revision())
+		if err != nil {
+			return fmt.Errorf("check: routing history of %s: revision %d: %w", res, e.Revision(), err)
+		}
+		if oldest == 0 {
+			oldest = e.Revision()
+		}
+		o.add(res.String(), Revision{Rev: e.Revision(), Created: e.Created(), Doc: doc})
+	}
+	// The kept history must reach back to what the watch delivered: a
+	// revision between the two would be missing.
+	if o.LastRev(res.String()) < rev || (last > 0 && oldest > last && len(es) >= int(o.historyKept(ctx))) {
+		return fmt.Errorf("%w: %s at revision %d, the watch delivered up to %d and the bucket keeps from %d", ErrBehind, res, rev, last, oldest)
+	}
+	return nil
+}
+
+// historyKept is how many revisions per key the bucket keeps (1 if its
+// status cannot be read: the most conservative).
+func (o *Observer) historyKept(ctx context.Context) int64 {
+	st, err := o.kv.Status(ctx)
+	if err != nil {
+		return 1
+	}
+	return st.History()
 }
 
 // Stop ends the watch.
