@@ -232,7 +232,7 @@ func (c Config) conversation(ctx context.Context, r *Report, conv string) error 
 	if c.Observer != nil {
 		// The observer must have caught up with the final revision: a
 		// history it has not received is not one without a swap.
-		if err := c.Observer.CatchUp(ctx, res, doc.Revision, 10*time.Second); err != nil {
+		if err := c.Observer.CatchUp(ctx, res, doc.Revision, 2*time.Second); err != nil {
 			return err
 		}
 		hs := c.Observer.History(res.String())

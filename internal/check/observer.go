@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cutover/cutover/kvrouting"
@@ -28,8 +29,12 @@ type Revision struct {
 type Observer struct {
 	kv     jetstream.KeyValue
 	cancel context.CancelFunc
-	done   chan struct{}
-	mu     struct {
+	// delivered counts the watch's deliveries; stalled is delivered + 1
+	// at the last catch-up that had to read the bucket (0: none): while
+	// the watch has delivered nothing since, CatchUp does not wait for it.
+	delivered, stalled atomic.Uint64
+	done               chan struct{}
+	mu                 struct {
 		sync.Mutex
 		revs map[string][]Revision // resource → revisions in commit order
 		n    int
@@ -70,6 +75,7 @@ func Watch(ctx context.Context, js jetstream.JetStream) (*Observer, error) {
 					continue
 				}
 				o.add(doc.Resource, Revision{Rev: e.Revision(), Created: e.Created(), Doc: doc})
+				o.delivered.Add(1)
 			}
 		}
 	}()
@@ -95,14 +101,18 @@ func (o *Observer) add(res string, rev Revision) {
 var ErrBehind = errors.New("check: routing observer behind")
 
 // CatchUp makes sure the observer holds res's revisions up to rev (a
-// revision read from the leader): it waits up to wait for the watch, then
+// revision read from the leader): it waits up to wait for the watch (not
+// at all while the watch has delivered nothing since it last fell behind), then
 // reads the revisions the bucket keeps for res (its history setting) and
-// adds those the watch has not delivered. A watch whose server was killed
-// is recreated only after its missed heartbeats (seconds), and the lock
-// analysis must not mistake a history it has not received for one without
-// a swap. Errors: ErrBehind when revisions are still missing (the bucket
+// adds those the watch has not delivered. A watch whose server was
+// SIGKILLed may deliver nothing for minutes (TestClusterTopology with the
+// checker connected to the killed node: 150 s), and the lock analysis must
+// not mistake a history it has not received for one without a swap. Errors: ErrBehind when revisions are still missing (the bucket
 // keeps fewer than the watch missed), or the history read's error.
 func (o *Observer) CatchUp(ctx context.Context, res kvrouting.Resource, rev uint64, wait time.Duration) error {
+	if o.stalled.Load() == o.delivered.Load()+1 {
+		wait = 0 // the watch has delivered nothing since it last fell behind
+	}
 	for deadline := time.Now().Add(wait); o.LastRev(res.String()) < rev && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
@@ -114,6 +124,7 @@ func (o *Observer) CatchUp(ctx context.Context, res kvrouting.Resource, rev uint
 	if last >= rev {
 		return nil
 	}
+	o.stalled.Store(o.delivered.Load() + 1)
 	es, err := o.kv.History(ctx, res.Key())
 	if err != nil {
 		return fmt.Errorf("check: routing history of %s: %w", res, err)
