@@ -27,7 +27,7 @@ type Revision struct {
 // checker's own view of the lock history, independent of the engine's
 // events: it sees what the store accepted, not what a worker believed.
 type Observer struct {
-	kv     jetstream.KeyValue
+	js     jetstream.JetStream
 	cancel context.CancelFunc
 	// delivered counts the watch's deliveries; stalled is delivered + 1
 	// at the last catch-up that had to read the bucket (0: none): while
@@ -54,7 +54,7 @@ func Watch(ctx context.Context, js jetstream.JetStream) (*Observer, error) {
 		cancel()
 		return nil, err
 	}
-	o := &Observer{kv: kv, cancel: cancel, done: make(chan struct{})}
+	o := &Observer{js: js, cancel: cancel, done: make(chan struct{})}
 	o.mu.revs = map[string][]Revision{}
 	go func() {
 		defer close(o.done)
@@ -125,40 +125,55 @@ func (o *Observer) CatchUp(ctx context.Context, res kvrouting.Resource, rev uint
 		return nil
 	}
 	o.stalled.Store(o.delivered.Load() + 1)
-	es, err := o.kv.History(ctx, res.Key())
+	// Read from the stream itself, one revision at a time (the stream
+	// leader's next message of the key's subject at or after a sequence):
+	// no consumer, which a connection whose watch stalled may not get
+	// either (seen: kv.History hanging until the context's end).
+	st, err := o.js.Stream(ctx, cnats.RoutingStream)
 	if err != nil {
 		return fmt.Errorf("check: routing history of %s: %w", res, err)
 	}
-	oldest := uint64(0)
-	for _, e := range es {
-		if e.Operation() != jetstream.KeyValuePut {
-			continue
-		}
-		doc, err := kvrouting.DecodeDocument(e.Value(), e.Revision())
-		if err != nil {
-			return fmt.Errorf("check: routing history of %s: revision %d: %w", res, e.Revision(), err)
-		}
-		if oldest == 0 {
-			oldest = e.Revision()
-		}
-		o.add(res.String(), Revision{Rev: e.Revision(), Created: e.Created(), Doc: doc})
+	subj := cnats.RoutingSubject(res.Key())
+	get := func(seq uint64) (*jetstream.RawStreamMsg, error) {
+		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return st.GetMsg(gctx, seq, jetstream.WithGetMsgSubject(subj))
 	}
-	// The kept history must reach back to what the watch delivered: a
-	// revision between the two would be missing.
-	if o.LastRev(res.String()) < rev || (last > 0 && oldest > last && len(es) >= int(o.historyKept(ctx))) {
-		return fmt.Errorf("%w: %s at revision %d, the watch delivered up to %d and the bucket keeps from %d", ErrBehind, res, rev, last, oldest)
+	seq := max(last, 1)
+	if last > 0 {
+		// The bucket drops a key's oldest revisions first: if the last one
+		// the watch delivered is still there, so is every later one.
+		m, err := get(last)
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("check: routing history of %s: %w", res, err)
+		}
+		if err != nil || m.Sequence != last {
+			return fmt.Errorf("%w: %s at revision %d, the watch delivered up to %d, which the bucket no longer keeps", ErrBehind, res, rev, last)
+		}
+		seq = last + 1
+	}
+	for seq <= rev {
+		m, err := get(seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("check: routing history of %s: %w", res, err)
+		}
+		seq = m.Sequence + 1
+		if op := m.Header.Get("KV-Operation"); op != "" {
+			continue // a delete or purge
+		}
+		doc, err := kvrouting.DecodeDocument(m.Data, m.Sequence)
+		if err != nil {
+			return fmt.Errorf("check: routing history of %s: revision %d: %w", res, m.Sequence, err)
+		}
+		o.add(res.String(), Revision{Rev: m.Sequence, Created: m.Time, Doc: doc})
+	}
+	if o.LastRev(res.String()) < rev {
+		return fmt.Errorf("%w: %s at revision %d, the stream holds up to %d", ErrBehind, res, rev, o.LastRev(res.String()))
 	}
 	return nil
-}
-
-// historyKept is how many revisions per key the bucket keeps (1 if its
-// status cannot be read: the most conservative).
-func (o *Observer) historyKept(ctx context.Context) int64 {
-	st, err := o.kv.Status(ctx)
-	if err != nil {
-		return 1
-	}
-	return st.History()
 }
 
 // Stop ends the watch.
