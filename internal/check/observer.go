@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -125,26 +127,24 @@ func (o *Observer) CatchUp(ctx context.Context, res kvrouting.Resource, rev uint
 		return nil
 	}
 	o.stalled.Store(o.delivered.Load() + 1)
-	// Read from the stream itself, one revision at a time (the stream
-	// leader's next message of the key's subject at or after a sequence):
-	// no consumer, which a connection whose watch stalled may not get
-	// either (seen: kv.History hanging until the context's end).
-	st, err := o.js.Stream(ctx, cnats.RoutingStream)
-	if err != nil {
-		return fmt.Errorf("check: routing history of %s: %w", res, err)
-	}
+	// Read from the stream itself, one revision at a time (the key's next
+	// revision at or after a sequence), with the stream leader's message
+	// get: no consumer, which a connection whose watch stalled may not get
+	// either (seen: kv.History hanging until the context's end), and not a
+	// direct get, which the regional mirror may answer with revisions the
+	// leader has dropped (seen under load: TestObserverCatchesUpFromTheBucket).
 	subj := cnats.RoutingSubject(res.Key())
-	get := func(seq uint64) (*jetstream.RawStreamMsg, error) {
+	get := func(seq uint64) (*leaderMsg, error) {
 		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		return st.GetMsg(gctx, seq, jetstream.WithGetMsgSubject(subj))
+		return leaderGetNext(gctx, o.js.Conn(), cnats.RoutingStream, subj, seq)
 	}
 	seq := max(last, 1)
 	if last > 0 {
 		// The bucket drops a key's oldest revisions first: if the last one
 		// the watch delivered is still there, so is every later one.
 		m, err := get(last)
-		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if err != nil && !errors.Is(err, errNoMsg) {
 			return fmt.Errorf("check: routing history of %s: %w", res, err)
 		}
 		if err != nil || m.Sequence != last {
@@ -154,14 +154,14 @@ func (o *Observer) CatchUp(ctx context.Context, res kvrouting.Resource, rev uint
 	}
 	for seq <= rev {
 		m, err := get(seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
+		if errors.Is(err, errNoMsg) {
 			break
 		}
 		if err != nil {
 			return fmt.Errorf("check: routing history of %s: %w", res, err)
 		}
 		seq = m.Sequence + 1
-		if op := m.Header.Get("KV-Operation"); op != "" {
+		if m.deleted {
 			continue // a delete or purge
 		}
 		doc, err := kvrouting.DecodeDocument(m.Data, m.Sequence)
@@ -174,6 +174,66 @@ func (o *Observer) CatchUp(ctx context.Context, res kvrouting.Resource, rev uint
 		return fmt.Errorf("%w: %s at revision %d, the stream holds up to %d", ErrBehind, res, rev, o.LastRev(res.String()))
 	}
 	return nil
+}
+
+// leaderMsg is one message of a leader get.
+type leaderMsg struct {
+	Sequence uint64
+	Time     time.Time
+	Data     []byte
+	deleted  bool // a KV delete or purge marker
+}
+
+// errNoMsg: no message of the subject at or after the sequence.
+var errNoMsg = errors.New("check: no message")
+
+// leaderGetNext asks the stream leader ($JS.API.STREAM.MSG.GET, not a
+// direct get) for the first message of subject at or after seq.
+func leaderGetNext(ctx context.Context, nc *nats.Conn, stream, subject string, seq uint64) (*leaderMsg, error) {
+	req, err := json.Marshal(struct {
+		Seq     uint64 `json:"seq"`
+		NextFor string `json:"next_by_subj"`
+	}{seq, subject})
+	if err != nil {
+		return nil, err
+	}
+	reply, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Error *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+		Message *struct {
+			Sequence uint64    `json:"seq"`
+			Time     time.Time `json:"time"`
+			Header   []byte    `json:"hdrs"`
+			Data     []byte    `json:"data"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == 10037: // JSNoMessageFoundErr
+		return nil, errNoMsg
+	case resp.Error != nil:
+		return nil, fmt.Errorf("check: message get: %s (%d)", resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return nil, fmt.Errorf("check: message get: no message in the reply")
+	}
+	m := &leaderMsg{Sequence: resp.Message.Sequence, Time: resp.Message.Time, Data: resp.Message.Data}
+	if len(resp.Message.Header) > 0 {
+		h, err := nats.DecodeHeadersMsg(resp.Message.Header)
+		if err != nil {
+			return nil, err
+		}
+		m.deleted = h.Get("KV-Operation") != ""
+	}
+	return m, nil
 }
 
 // Stop ends the watch.
