@@ -66,7 +66,7 @@ fuzz:
 .PHONY: cluster-test
 cluster-test:
 	$(GO) build -o bin/cutover ./cmd/cutover
-	CUTOVER_CLUSTER_TEST=1 CUTOVER_BIN=$(CURDIR)/bin/cutover $(GO) test -race -count=1 -timeout 5m -run '^(TestClusterTopology|TestSuperclusterProcesses)$$' -v ./cmd/cutover
+	CUTOVER_CLUSTER_TEST=1 CUTOVER_BIN=$(CURDIR)/bin/cutover $(GO) test -race -count=1 -timeout 8m -run '^(TestClusterTopology|TestSuperclusterProcesses)$$' -v ./cmd/cutover
 
 # chaos runs `cutover chaos` for CHAOS_DURATION with seed CHAOS_SEED: a
 # 3-node cluster under a seeded nemesis (leader kills, worker kills and
