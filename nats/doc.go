@@ -15,7 +15,8 @@
 // what makes an acknowledged write durable; R1 streams fsync every write.
 //
 // Reads: [LeaderGetLast] is the non-direct get that only the stream leader
-// answers; use it for lock enforcement. [DirectGetLast] may be answered by a
+// answers; use it for lock enforcement ([LeaderGetNext] walks a key's kept
+// revisions the same way). [DirectGetLast] may be answered by a
 // follower or a mirror and can be stale; use it for unlocked lookups and for
 // reading a region's mirror, whose freshness [ReadMirrorHealth] reports.
 package cnats

@@ -2,6 +2,8 @@ package cnats_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	cnats "github.com/cutover/cutover/nats"
@@ -93,4 +95,52 @@ func TestGetLast(t *testing.T) {
 			}
 		}
 	})
+}
+
+// LeaderGetNext walks one key's revisions, skipping other keys' messages
+// between them, and says where the key has no more.
+func TestLeaderGetNext(t *testing.T) {
+	s := natstest.RunServer(t)
+	nc, js := natstest.MustConnect(t, s.ClientURL())
+	ctx := testCtx(t)
+	kv, err := cnats.ProvisionRouting(ctx, js, cnats.RoutingConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := cnats.RoutingSubject("walk")
+	r1, err := kv.Put(ctx, "walk", []byte("one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "other", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := kv.Put(ctx, "walk", []byte("two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for seq := uint64(1); ; {
+		data, at, stored, err := cnats.LeaderGetNext(ctx, nc, cnats.RoutingStream, subj, seq)
+		if errors.Is(err, cnats.ErrNotFound) {
+			break
+		}
+		if err != nil || stored.IsZero() {
+			t.Fatalf("from %d: at %d stored %v err %v", seq, at, stored, err)
+		}
+		got = append(got, fmt.Sprintf("%d=%s", at, data))
+		seq = at + 1
+	}
+	if want := []string{fmt.Sprintf("%d=one", r1), fmt.Sprintf("%d=two", r2)}; !slices.Equal(got, want) {
+		t.Fatalf("walk: %v, want %v", got, want)
+	}
+	if err := kv.Delete(ctx, "walk"); err != nil {
+		t.Fatal(err)
+	}
+	if _, at, _, err := cnats.LeaderGetNext(ctx, nc, cnats.RoutingStream, subj, r2+1); !errors.Is(err, cnats.ErrDeleted) || at <= r2 {
+		t.Fatalf("the delete marker: at %d err %v, want ErrDeleted after %d", at, err, r2)
+	}
+	if _, _, _, err := cnats.LeaderGetNext(ctx, nc, "NOPE", "x", 1); !errors.Is(err, cnats.ErrStreamNotFound) {
+		t.Fatalf("missing stream: %v", err)
+	}
 }

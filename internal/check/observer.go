@@ -3,7 +3,6 @@ package check
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/cutover/cutover/kvrouting"
 	cnats "github.com/cutover/cutover/nats"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -134,106 +132,55 @@ func (o *Observer) CatchUp(ctx context.Context, res kvrouting.Resource, rev uint
 	// direct get, which the regional mirror may answer with revisions the
 	// leader has dropped (seen under load: TestObserverCatchesUpFromTheBucket).
 	subj := cnats.RoutingSubject(res.Key())
-	get := func(seq uint64) (*leaderMsg, error) {
+	type msg struct {
+		data   []byte
+		seq    uint64
+		stored time.Time
+	}
+	get := func(seq uint64) (msg, error) {
 		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		return leaderGetNext(gctx, o.js.Conn(), cnats.RoutingStream, subj, seq)
+		data, at, stored, err := cnats.LeaderGetNext(gctx, o.js.Conn(), cnats.RoutingStream, subj, seq)
+		if errors.Is(err, cnats.ErrDeleted) {
+			err = nil // a delete or purge marker: data nil
+		}
+		return msg{data, at, stored}, err
 	}
 	seq := max(last, 1)
 	if last > 0 {
 		// The bucket drops a key's oldest revisions first: if the last one
 		// the watch delivered is still there, so is every later one.
 		m, err := get(last)
-		if err != nil && !errors.Is(err, errNoMsg) {
+		if err != nil && !errors.Is(err, cnats.ErrNotFound) {
 			return fmt.Errorf("check: routing history of %s: %w", res, err)
 		}
-		if err != nil || m.Sequence != last {
+		if err != nil || m.seq != last {
 			return fmt.Errorf("%w: %s at revision %d, the watch delivered up to %d, which the bucket no longer keeps", ErrBehind, res, rev, last)
 		}
 		seq = last + 1
 	}
 	for seq <= rev {
 		m, err := get(seq)
-		if errors.Is(err, errNoMsg) {
+		if errors.Is(err, cnats.ErrNotFound) {
 			break
 		}
 		if err != nil {
 			return fmt.Errorf("check: routing history of %s: %w", res, err)
 		}
-		seq = m.Sequence + 1
-		if m.deleted {
+		seq = m.seq + 1
+		if m.data == nil {
 			continue // a delete or purge
 		}
-		doc, err := kvrouting.DecodeDocument(m.Data, m.Sequence)
+		doc, err := kvrouting.DecodeDocument(m.data, m.seq)
 		if err != nil {
-			return fmt.Errorf("check: routing history of %s: revision %d: %w", res, m.Sequence, err)
+			return fmt.Errorf("check: routing history of %s: revision %d: %w", res, m.seq, err)
 		}
-		o.add(res.String(), Revision{Rev: m.Sequence, Created: m.Time, Doc: doc})
+		o.add(res.String(), Revision{Rev: m.seq, Created: m.stored, Doc: doc})
 	}
 	if o.LastRev(res.String()) < rev {
 		return fmt.Errorf("%w: %s at revision %d, the stream holds up to %d", ErrBehind, res, rev, o.LastRev(res.String()))
 	}
 	return nil
-}
-
-// leaderMsg is one message of a leader get.
-type leaderMsg struct {
-	Sequence uint64
-	Time     time.Time
-	Data     []byte
-	deleted  bool // a KV delete or purge marker
-}
-
-// errNoMsg: no message of the subject at or after the sequence.
-var errNoMsg = errors.New("check: no message")
-
-// leaderGetNext asks the stream leader ($JS.API.STREAM.MSG.GET, not a
-// direct get) for the first message of subject at or after seq.
-func leaderGetNext(ctx context.Context, nc *nats.Conn, stream, subject string, seq uint64) (*leaderMsg, error) {
-	req, err := json.Marshal(struct {
-		Seq     uint64 `json:"seq"`
-		NextFor string `json:"next_by_subj"`
-	}{seq, subject})
-	if err != nil {
-		return nil, err
-	}
-	reply, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
-	if err != nil {
-		return nil, err
-	}
-	var resp struct {
-		Error *struct {
-			Code        int    `json:"code"`
-			ErrCode     int    `json:"err_code"`
-			Description string `json:"description"`
-		} `json:"error"`
-		Message *struct {
-			Sequence uint64    `json:"seq"`
-			Time     time.Time `json:"time"`
-			Header   []byte    `json:"hdrs"`
-			Data     []byte    `json:"data"`
-		} `json:"message"`
-	}
-	if err := json.Unmarshal(reply.Data, &resp); err != nil {
-		return nil, err
-	}
-	switch {
-	case resp.Error != nil && resp.Error.ErrCode == 10037: // JSNoMessageFoundErr
-		return nil, errNoMsg
-	case resp.Error != nil:
-		return nil, fmt.Errorf("check: message get: %s (%d)", resp.Error.Description, resp.Error.ErrCode)
-	case resp.Message == nil:
-		return nil, fmt.Errorf("check: message get: no message in the reply")
-	}
-	m := &leaderMsg{Sequence: resp.Message.Sequence, Time: resp.Message.Time, Data: resp.Message.Data}
-	if len(resp.Message.Header) > 0 {
-		h, err := nats.DecodeHeadersMsg(resp.Message.Header)
-		if err != nil {
-			return nil, err
-		}
-		m.deleted = h.Get("KV-Operation") != ""
-	}
-	return m, nil
 }
 
 // Stop ends the watch.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -88,10 +89,11 @@ func DirectGetLast(ctx context.Context, nc *nats.Conn, stream, subject string) (
 type msgGetResponse struct {
 	Error   *APIError `json:"error,omitempty"`
 	Message *struct {
-		Subject  string `json:"subject"`
-		Sequence uint64 `json:"seq"`
-		Header   []byte `json:"hdrs,omitempty"` // base64 in JSON
-		Data     []byte `json:"data,omitempty"` // base64 in JSON
+		Subject  string    `json:"subject"`
+		Sequence uint64    `json:"seq"`
+		Time     time.Time `json:"time"`
+		Header   []byte    `json:"hdrs,omitempty"` // base64 in JSON
+		Data     []byte    `json:"data,omitempty"` // base64 in JSON
 	} `json:"message,omitempty"`
 }
 
@@ -109,45 +111,67 @@ type msgGetResponse struct {
 // a bad stream or subject; other API errors as *APIError. It applies
 // DefaultTimeout when ctx has no deadline. Safe for concurrent use.
 func LeaderGetLast(ctx context.Context, nc *nats.Conn, stream, subject string) (data []byte, seq uint64, err error) {
+	data, seq, _, err = leaderGet(ctx, nc, "cnats: leader get "+stream+" "+subject, stream, subject, struct {
+		LastBySubject string `json:"last_by_subj"`
+	}{subject})
+	return data, seq, err
+}
+
+// LeaderGetNext fetches the first message on subject at or after sequence
+// seq from stream, with the same NON-direct get as LeaderGetLast (only the
+// stream leader answers: a mirror that still holds what the leader dropped
+// never does). Walking a KV key's revisions with it (seq = the last one's
+// + 1) reads what the bucket keeps without a consumer. It returns the data,
+// the sequence and the time the stream stored the message; ErrNotFound when
+// subject has no message at or after seq; ErrDeleted (with the marker's
+// sequence and time) for a KV delete or purge; the other errors as
+// LeaderGetLast. It applies DefaultTimeout when ctx has no deadline. Safe
+// for concurrent use.
+func LeaderGetNext(ctx context.Context, nc *nats.Conn, stream, subject string, seq uint64) (data []byte, at uint64, stored time.Time, err error) {
+	return leaderGet(ctx, nc, fmt.Sprintf("cnats: leader get %s %s from %d", stream, subject, seq), stream, subject, struct {
+		Seq           uint64 `json:"seq"`
+		NextBySubject string `json:"next_by_subj"`
+	}{seq, subject})
+}
+
+// leaderGet sends the message get request req to stream's leader and
+// decodes the answer (LeaderGetLast, LeaderGetNext).
+func leaderGet(ctx context.Context, nc *nats.Conn, op, stream, subject string, req any) ([]byte, uint64, time.Time, error) {
 	if err := checkGetArgs(stream, subject); err != nil {
-		return nil, 0, err
+		return nil, 0, time.Time{}, err
 	}
 	ctx, cancel := WithRequestTimeout(ctx, DefaultTimeout)
 	defer cancel()
-	op := "cnats: leader get " + stream + " " + subject
-
-	req, err := json.Marshal(struct {
-		LastBySubject string `json:"last_by_subj"`
-	}{subject})
+	body, err := json.Marshal(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", op, err)
+		return nil, 0, time.Time{}, fmt.Errorf("%s: %w", op, err)
 	}
-	msg, err := nc.RequestWithContext(ctx, apiMsgGet+stream, req)
+	msg, err := nc.RequestWithContext(ctx, apiMsgGet+stream, body)
 	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) {
-		return nil, 0, fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+		return nil, 0, time.Time{}, fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", op, err)
+		return nil, 0, time.Time{}, fmt.Errorf("%s: %w", op, err)
 	}
 	var resp msgGetResponse
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return nil, 0, fmt.Errorf("%s: decode response: %w", op, err)
+		return nil, 0, time.Time{}, fmt.Errorf("%s: decode response: %w", op, err)
 	}
 	if resp.Error != nil {
-		return nil, 0, TranslateAPIError(op, resp.Error)
+		return nil, 0, time.Time{}, TranslateAPIError(op, resp.Error)
 	}
 	if resp.Message == nil {
-		return nil, 0, fmt.Errorf("%s: response has no message", op)
+		return nil, 0, time.Time{}, fmt.Errorf("%s: response has no message", op)
 	}
 	m := resp.Message
 	if len(m.Header) > 0 {
 		hdr, err := nats.DecodeHeadersMsg(m.Header)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%s: decode headers: %w", op, err)
+			return nil, 0, time.Time{}, fmt.Errorf("%s: decode headers: %w", op, err)
 		}
 		if isDeleteOp(hdr.Get(hdrKVOperation)) {
-			return nil, m.Sequence, fmt.Errorf("%s: %w", op, ErrDeleted)
+			return nil, m.Sequence, m.Time, fmt.Errorf("%s: %w", op, ErrDeleted)
 		}
 	}
-	return m.Data, m.Sequence, nil
+	return m.Data, m.Sequence, m.Time, nil
 }
